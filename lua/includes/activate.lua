@@ -1,0 +1,74 @@
+--[[
+  Taking the next job: promote due delayed jobs, honour pause, global
+  concurrency and the rate limiter, pop from wait (else prioritized), lock
+  the job and return its fields.
+  Returns {fields, jobId, rateLimitTtl, nextDelayedTimestamp}.
+]]
+--- @include "enqueue"
+
+local function rateLimitTtl(maxJobs, limiterKey)
+  if maxJobs and maxJobs <= tonumber(rcall("GET", limiterKey) or 0) then
+    local pttl = rcall("PTTL", limiterKey)
+    if pttl == 0 then
+      rcall("DEL", limiterKey)
+    end
+    if pttl > 0 then
+      return pttl
+    end
+  end
+  return 0
+end
+
+local function prepareJobForProcessing(qk, jobId, timestamp, maxJobs, limiterDuration, opts)
+  local jobKey = qk .. jobId
+  if maxJobs then
+    if tonumber(rcall("INCR", qk .. "limiter")) == 1 then
+      rcall("PEXPIRE", qk .. "limiter", math.floor(math.abs(limiterDuration)))
+    end
+  end
+  rcall("SET", jobKey .. ":lock", opts["token"], "PX", opts["lockDuration"])
+  rcall("XADD", qk .. "events", "*", "event", "active", "jobId", jobId, "prev", "waiting")
+  if opts["name"] then
+    rcall("HSET", jobKey, "processedOn", timestamp, "pb", opts["name"])
+  else
+    rcall("HSET", jobKey, "processedOn", timestamp)
+  end
+  rcall("HINCRBY", jobKey, "ats", 1)
+  -- Wake another worker: there may be more jobs.
+  addBaseMarker(qk .. "marker", false)
+  return {rcall("HGETALL", jobKey), jobId, 0, 0}
+end
+
+local function popPrioritized(qk)
+  local popped = rcall("ZPOPMIN", qk .. "prioritized")
+  if #popped > 0 then
+    rcall("LPUSH", qk .. "active", popped[1])
+    return popped[1]
+  end
+  rcall("DEL", qk .. "pc")
+end
+
+local function fetchNextJob(qk, timestamp, opts)
+  local target, pausedOrMaxed, queueMax, queueDuration =
+    getTargetList(qk .. "meta", qk .. "active", qk .. "wait", qk .. "paused")
+  promoteDelayedJobs(qk, timestamp)
+  local limiter = opts["limiter"]
+  local maxJobs = tonumber(queueMax or (limiter and limiter["max"]))
+  local ttl = rateLimitTtl(maxJobs, qk .. "limiter")
+  if ttl > 0 then return {0, 0, ttl, 0} end
+  if pausedOrMaxed then return {0, 0, 0, 0} end
+  local duration = (limiter and limiter["duration"]) or queueDuration
+  local jobId = rcall("RPOPLPUSH", qk .. "wait", qk .. "active")
+  -- "0:..." entries are legacy markers some BullMQ versions put in wait.
+  if jobId and string.sub(jobId, 1, 2) == "0:" then
+    rcall("LREM", qk .. "active", 1, jobId)
+    jobId = rcall("RPOPLPUSH", qk .. "wait", qk .. "active")
+  end
+  if not jobId then
+    jobId = popPrioritized(qk)
+  end
+  if jobId then
+    return prepareJobForProcessing(qk, jobId, timestamp, maxJobs, duration, opts)
+  end
+  return {0, 0, 0, getNextDelayedTimestamp(qk .. "delayed") or 0}
+end

@@ -1,0 +1,95 @@
+--[[
+  Parent/child bookkeeping of flows. A parent waits in "waiting-children"
+  while its ":dependencies" set holds child keys; a completed child's return
+  value goes to the parent's ":processed" hash.
+]]
+--- @include "enqueue"
+--- @include "job_keys"
+
+-- Moves a parent out of waiting-children to delayed, prioritized or wait.
+local function moveParentToWait(parentQk, parentKey, parentId, timestamp)
+  local attrs = rcall("HMGET", parentKey, "priority", "delay")
+  local priority = tonumber(attrs[1]) or 0
+  local delay = tonumber(attrs[2]) or 0
+  if delay > 0 then
+    local runAt = tonumber(timestamp) + delay
+    rcall("ZADD", parentQk .. "delayed", runAt * 0x1000, parentId)
+    rcall("XADD", parentQk .. "events", "*", "event", "delayed", "jobId", parentId, "delay", runAt)
+    addDelayMarker(parentQk .. "marker", parentQk .. "delayed")
+  else
+    enqueueReadyJob(parentQk, parentId, priority, false, "waiting-children")
+  end
+end
+
+local function moveParentIfWaiting(parentQk, parentKey, parentId, timestamp)
+  if rcall("EXISTS", parentKey) == 1
+     and rcall("ZREM", parentQk .. "waiting-children", parentId) == 1 then
+    moveParentToWait(parentQk, parentKey, parentId, timestamp)
+  end
+end
+
+local function moveParentIfNoPendingChildren(parentQk, parentKey, parentId, timestamp)
+  if rcall("SCARD", parentKey .. ":dependencies") == 0 then
+    moveParentIfWaiting(parentQk, parentKey, parentId, timestamp)
+  end
+end
+
+local function onChildCompleted(parentKey, childKey, returnvalue, timestamp)
+  if rcall("SREM", parentKey .. ":dependencies", childKey) == 1 then
+    rcall("HSET", parentKey .. ":processed", childKey, returnvalue)
+    local parentId = jobIdFromKey(parentKey)
+    moveParentIfNoPendingChildren(queueBaseFromKey(parentKey), parentKey, parentId, timestamp)
+  end
+end
+
+-- A child failed for good: apply its parent option (fpof, cpof, idof, rdof).
+local function onChildFailed(rawParent, childKey, failedReason, timestamp)
+  if not rawParent then return end
+  local parent = cjson.decode(rawParent)
+  local parentQk = parent["queueKey"] .. ":"
+  local parentId = parent["id"]
+  local parentKey = parentQk .. parentId
+  -- A plain child (no option) keeps its parent waiting, as BullMQ does.
+  if not (parent["fpof"] or parent["cpof"] or parent["idof"] or parent["rdof"]) then return end
+  if rcall("SREM", parentKey .. ":dependencies", childKey) ~= 1 then return end
+  if parent["fpof"] then
+    rcall("ZADD", parentKey .. ":unsuccessful", timestamp, childKey)
+    if rcall("EXISTS", parentKey) == 1 then
+      local reason = "child " .. childKey .. " failed"
+      local waiting = rcall("ZREM", parentQk .. "waiting-children", parentId) == 1
+      if not waiting and rcall("ZREM", parentQk .. "delayed", parentId) == 1 then
+        rcall("HSET", parentKey, "delay", 0)
+        waiting = true
+      end
+      if waiting then
+        rcall("HSET", parentKey, "defa", reason)
+        moveParentToWait(parentQk, parentKey, parentId, timestamp)
+      elseif not rcall("ZSCORE", parentQk .. "failed", parentId) then
+        rcall("HSET", parentKey, "defa", reason)
+      end
+    end
+  elseif parent["cpof"] then
+    rcall("HSET", parentKey .. ":failed", childKey, failedReason)
+    moveParentIfWaiting(parentQk, parentKey, parentId, timestamp)
+  elseif parent["idof"] or parent["rdof"] then
+    if parent["idof"] then
+      rcall("HSET", parentKey .. ":failed", childKey, failedReason)
+    end
+    moveParentIfNoPendingChildren(parentQk, parentKey, parentId, timestamp)
+  end
+end
+
+-- A child is removed: drop it from its parent's pending set and release the parent if it was the last.
+local function removeFromParent(childKey)
+  local parentKey = rcall("HGET", childKey, "parentKey")
+  if type(parentKey) ~= "string" or parentKey == "" then return end
+  if rcall("SREM", parentKey .. ":dependencies", childKey) == 1 then
+    local parentId = jobIdFromKey(parentKey)
+    local parentQk = queueBaseFromKey(parentKey)
+    if rcall("SCARD", parentKey .. ":dependencies") == 0
+       and rcall("ZREM", parentQk .. "waiting-children", parentId) == 1 then
+      enqueueReadyJob(parentQk, parentId, tonumber(rcall("HGET", parentKey, "priority")) or 0,
+                      false, "waiting-children")
+    end
+  end
+end

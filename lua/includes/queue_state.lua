@@ -1,0 +1,76 @@
+--[[
+  Queue-level helpers: events length, target list (wait or paused), markers,
+  and the score encodings of the prioritized and delayed sets.
+]]
+
+local function getOrSetMaxEvents(metaKey)
+  local maxEvents = rcall("HGET", metaKey, "opts.maxLenEvents")
+  if not maxEvents then
+    maxEvents = 10000
+    rcall("HSET", metaKey, "opts.maxLenEvents", maxEvents)
+  end
+  return maxEvents
+end
+
+local function trimEvents(metaKey, eventsKey)
+  rcall("XTRIM", eventsKey, "MAXLEN", "~", getOrSetMaxEvents(metaKey))
+end
+
+-- Returns the list new jobs go to, whether the queue is paused or at its
+-- global concurrency, and the queue-level rate limit (max, duration).
+local function getTargetList(metaKey, activeKey, waitKey, pausedKey)
+  local attrs = rcall("HMGET", metaKey, "paused", "concurrency", "max", "duration")
+  if attrs[1] then
+    return pausedKey, true, attrs[3], attrs[4]
+  end
+  if attrs[2] and rcall("LLEN", activeKey) >= tonumber(attrs[2]) then
+    return waitKey, true, attrs[3], attrs[4]
+  end
+  return waitKey, false, attrs[3], attrs[4]
+end
+
+local function isPausedOrMaxed(metaKey, activeKey)
+  local _, pausedOrMaxed = getTargetList(metaKey, activeKey, "", "")
+  return pausedOrMaxed
+end
+
+-- Workers block on the marker zset: member "0" (score 0) means "a job is ready".
+local function addBaseMarker(markerKey, pausedOrMaxed)
+  if not pausedOrMaxed then
+    rcall("ZADD", markerKey, 0, "0")
+  end
+end
+
+-- Delayed scores are timestamp * 4096 plus a sequence in the low 12 bits.
+local function getNextDelayedTimestamp(delayedKey)
+  local first = rcall("ZRANGE", delayedKey, 0, 0, "WITHSCORES")
+  local score = tonumber(first[2])
+  if score ~= nil then
+    return math.floor(score / 0x1000)
+  end
+end
+
+-- Member "1" of the marker carries the next delayed timestamp as its score.
+local function addDelayMarker(markerKey, delayedKey)
+  local nextTimestamp = getNextDelayedTimestamp(delayedKey)
+  if nextTimestamp ~= nil then
+    rcall("ZADD", markerKey, nextTimestamp, "1")
+  end
+end
+
+local function getPriorityScore(priority, pcKey)
+  local counter = rcall("INCR", pcKey)
+  return priority * 0x100000000 + counter % 0x100000000
+end
+
+local function getDelayedScore(delayedKey, timestamp, delay)
+  local runAt = tonumber(timestamp) + (delay > 0 and delay or 0)
+  local minScore = runAt * 0x1000
+  local maxScore = (runAt + 1) * 0x1000 - 1
+  local last = rcall("ZREVRANGEBYSCORE", delayedKey, maxScore, minScore, "WITHSCORES", "LIMIT", 0, 1)
+  local current = tonumber(last[2])
+  if current ~= nil then
+    return math.min(current + 1, maxScore), runAt
+  end
+  return minScore, runAt
+end

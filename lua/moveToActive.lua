@@ -1,0 +1,30 @@
+--[[
+  Moves up to ARGV[4] ready jobs to active, each locked with its own token.
+
+  KEYS[1] wait   KEYS[2] active   KEYS[3] marker
+  ARGV[1] queue key base
+  ARGV[2] timestamp (ms)
+  ARGV[3] JSON {tokens = [...], lockDuration, limiter = {max, duration}?, name?}
+  ARGV[4] how many jobs at most
+  Returns {jobs, rateLimitTtl, nextDelayedTimestamp}; jobs is a list of
+  {fields, jobId, token}.
+]]
+local rcall = redis.call
+--- @include "activate"
+
+local qk = ARGV[1]
+local opts = cjson.decode(ARGV[3])
+local tokens = opts["tokens"]
+local wanted = math.min(tonumber(ARGV[4]) or 1, #tokens)
+local jobs = {}
+local ttl, nextDelayed = 0, 0
+for i = 1, wanted do
+  opts["token"] = tokens[i]
+  local result = fetchNextJob(qk, ARGV[2], opts)
+  if result[2] == 0 then
+    ttl, nextDelayed = result[3], result[4]
+    break
+  end
+  table.insert(jobs, {result[1], result[2], tokens[i]})
+end
+return {jobs, ttl, nextDelayed}

@@ -1,0 +1,178 @@
+"""What a worker does with one job: run the handler, then complete, retry or fail it
+in one script call (which may also hand back the next job)."""
+from __future__ import annotations
+
+import logging
+import random
+import traceback
+import uuid
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+
+from . import errors
+from ._util import dumps, now_ms
+from .job import Job
+from .options import keep_jobs
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .worker import Worker
+
+log = logging.getLogger(__name__)
+
+BackoffStrategy = Callable[[int, BaseException, Job], Optional[float]]
+
+LOCK_ERRORS = {-1: "the job no longer exists", -2: "its lock had expired",
+               -3: "it was no longer active", -4: "it still has pending children",
+               -6: "its lock is held by another worker", -9: "a child of it failed"}
+
+
+def compute_backoff(backoff: Any, attempts_made: int, exc: BaseException, job: Job,
+                    strategies: Dict[str, BackoffStrategy]) -> Optional[int]:
+    """Delay in ms before the next attempt; ``None`` means "do not retry"."""
+    if not backoff:
+        return 0
+    kind = backoff.get("type")
+    delay = int(backoff.get("delay") or 0)
+    if kind == "fixed":
+        ms = delay
+    elif kind == "exponential":
+        ms = int(round(2 ** (attempts_made - 1) * delay))
+    elif kind in strategies:
+        seconds = strategies[kind](attempts_made, exc, job)
+        if seconds is None or seconds < 0:
+            return None
+        return int(round(seconds * 1000))
+    else:
+        raise errors.OrijsError(f"unknown backoff strategy {kind!r}; register it with "
+                                f"Worker(backoff_strategies={{{kind!r}: fn}})")
+    jitter = backoff.get("jitter")
+    if jitter:
+        ms = int(ms * (1 - random.random() * float(jitter)))
+    return ms
+
+
+def error_fields(job: Job, exc: BaseException) -> Tuple[str, List[str]]:
+    """BullMQ's failedReason and the stacktrace list, trimmed to stackTraceLimit."""
+    reason = str(exc) or type(exc).__name__
+    trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    limit = job.opts.get("stackTraceLimit", 10)
+    stack = (job.stacktrace + [trace])[-limit:] if limit else []
+    return reason, stack
+
+
+class JobRunner:
+    """Runs jobs for one worker; thread-safe (each call works on its own job)."""
+
+    def __init__(self, worker: "Worker") -> None:
+        self.w = worker
+        self.keys = worker.keys
+
+    def new_token(self) -> str:
+        return f"{self.w.id}:{uuid.uuid4().hex[:12]}"
+
+    def finish_opts(self, job: Job, target: str, fetch_next: bool) -> Dict[str, Any]:
+        kept = job.opts.get("removeOnComplete" if target == "completed" else "removeOnFail")
+        if kept is None:
+            kept = self.w.remove_on_complete if target == "completed" else self.w.remove_on_fail
+        opts: Dict[str, Any] = {"token": job.token, "keepJobs": keep_jobs(kept),
+                                "attempts": job.attempts,
+                                "lockDuration": self.w.lock_duration_ms}
+        if fetch_next:
+            opts["nextToken"] = self.new_token()
+            if self.w.limiter:
+                opts["limiter"] = self.w.limiter
+            if self.w.worker_name:
+                opts["name"] = self.w.worker_name
+        return opts
+
+    # -- one job -----------------------------------------------------------
+    def process(self, job: Job, fetch_next: bool) -> Optional[Job]:
+        """Run the handler and record the outcome; returns the next job if one was taken."""
+        self.w._track(job)
+        try:
+            self.w._emit("active", job)
+            if job.deferred_failure:
+                return self.fail(job, errors.UnrecoverableError(job.deferred_failure), fetch_next)
+            try:
+                result = self.w.processor(job)
+            except errors.DelayedError:
+                return None
+            except errors.WaitingChildrenError:
+                return None
+            except errors.RateLimitError:
+                self.w._move_back_to_wait(job)
+                return None
+            except Exception as exc:  # noqa: BLE001 - handler errors become the job's failure
+                return self.fail(job, exc, fetch_next)
+            if job._moved:
+                return None
+            return self.complete(job, result, fetch_next)
+        finally:
+            self.w._untrack(job)
+
+    def complete(self, job: Job, result: Any, fetch_next: bool) -> Optional[Job]:
+        try:
+            text = dumps(result, f"return value of job {job.id}")
+        except TypeError as exc:
+            return self.fail(job, errors.UnrecoverableError(str(exc)), fetch_next)
+        reply = self._finish(job, "completed", text, fetch_next, [])
+        if reply is not False:
+            job.returnvalue = result
+            self.w._emit("completed", job, result)
+        return reply or None
+
+    def fail(self, job: Job, exc: BaseException, fetch_next: bool) -> Optional[Job]:
+        reason, stack = error_fields(job, exc)
+        job.failed_reason, job.stacktrace = reason, stack
+        fields = ["failedReason", reason, "stacktrace", dumps(stack)]
+        if self._should_retry(job, exc):
+            delay = compute_backoff(job.opts.get("backoff"), job.attempts_made + 1, exc, job,
+                                    self.w.backoff_strategies)
+            if delay is not None:
+                self._retry(job, delay, fields)
+                self.w._emit("failed", job, exc)
+                return None
+        reply = self._finish(job, "failed", reason, fetch_next, fields)
+        if reply is not False:
+            self.w._emit("failed", job, exc)
+        return reply or None
+
+    @staticmethod
+    def _should_retry(job: Job, exc: BaseException) -> bool:
+        return (job.attempts_made + 1 < job.attempts
+                and not isinstance(exc, errors.UnrecoverableError))
+
+    def _retry(self, job: Job, delay_ms: int, fields: List[str]) -> None:
+        k = self.keys
+        if delay_ms > 0:
+            now = now_ms()
+            code = self.w.scripts.run(
+                "moveToDelayed", [job.key, k.active, k.events, k.stalled, k.meta],
+                [k.base, job.id, now, job.token, now + delay_ms, "0", dumps(fields)])
+        else:
+            code = self.w.scripts.run("retryJob", [job.key, k.active, k.events, k.stalled],
+                                      [k.base, job.id, now_ms(), job.token, dumps(fields)])
+        self._check(job, code, "retry")
+
+    def _finish(self, job: Job, target: str, value: str, fetch_next: bool,
+                fields: List[str]) -> Any:
+        """Returns the next Job, None when there is none, or False when the write was refused."""
+        k = self.keys
+        opts = self.finish_opts(job, target, fetch_next)
+        reply = self.w.scripts.run(
+            "moveToFinished",
+            [job.key, k.active, k.events, k.meta, k.key(target), k.stalled],
+            [k.base, job.id, now_ms(), target, value, "1" if fetch_next else "0",
+             dumps(opts), dumps(fields)])
+        if isinstance(reply, list):
+            fields_list, job_id, token = reply
+            return self.w._job_from_reply(fields_list, job_id, token)
+        return None if self._check(job, reply, target) else False
+
+    def _check(self, job: Job, code: Any, what: str) -> bool:
+        if isinstance(code, int) and code < 0:
+            reason = LOCK_ERRORS.get(code, f"error {code}")
+            log.warning("job %s of %s not moved to %s: %s; leaving it to its current owner",
+                        job.id, self.keys.queue_key, what, reason)
+            self.w._emit("error", errors.LockLost(f"job {job.id}: {reason}"))
+            return False
+        return True

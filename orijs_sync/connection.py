@@ -1,0 +1,151 @@
+"""Connection options -> ``redis.Redis`` clients, with errors that name the address.
+
+Accepted forms for ``connection``: a URL string (``"redis://127.0.0.1:6379/0"``),
+a dict of ``redis.Redis`` keyword options, an existing ``redis.Redis`` (its pool
+options are reused; the library opens its own connections so that it can decode
+replies and block without starving the caller), or ``None`` for localhost.
+"""
+from __future__ import annotations
+
+import socket
+import threading
+from typing import Any, Dict, Mapping, Optional, Union
+
+import redis
+from redis.client import Pipeline
+
+from . import errors
+
+ConnectionLike = Union[str, Mapping[str, Any], redis.Redis, "RedisConnection", None]
+
+_REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+
+
+def _address(kwargs: Mapping[str, Any]) -> str:
+    if kwargs.get("path"):
+        return f"unix://{kwargs['path']}"
+    return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
+
+
+class _TranslatingPipeline(Pipeline):
+    address = "?"
+
+    def execute(self, raise_on_error: bool = True) -> Any:
+        try:
+            return super().execute(raise_on_error)
+        except _REDIS_ERRORS as exc:
+            raise errors.ConnectionError(f"Redis at {self.address} failed: {exc}") from exc
+
+
+class Client(redis.Redis):
+    """A ``redis.Redis`` whose connection failures raise :class:`errors.ConnectionError`."""
+
+    address = "?"
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        try:
+            return super().execute_command(*args, **options)
+        except _REDIS_ERRORS as exc:
+            raise errors.ConnectionError(f"Redis at {self.address} failed: {exc}") from exc
+
+    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Pipeline:
+        pipe = _TranslatingPipeline(self.connection_pool, self.response_callbacks,
+                                    transaction, shard_hint)
+        pipe.address = self.address
+        return pipe
+
+
+class RedisConnection:
+    """Owns the connection pool shared by one component, and makes blocking clients.
+
+    Thread-safe: ``client`` is a pooled ``redis.Redis``; each blocking role asks
+    :meth:`blocking_client` for a client with a connection of its own.
+    """
+
+    def __init__(self, connection: ConnectionLike = None, *,
+                 max_connections: Optional[int] = None) -> None:
+        self._kwargs, self._connection_class = self._resolve(connection)
+        if max_connections is not None:
+            self._kwargs["max_connections"] = max_connections
+        self.address = _address(self._kwargs)
+        self.client = self._make_client(dict(self._kwargs))
+        self._closed = False
+
+    @staticmethod
+    def _resolve(connection: ConnectionLike) -> "tuple[Dict[str, Any], Any]":
+        if isinstance(connection, RedisConnection):
+            return dict(connection._kwargs), connection._connection_class
+        if connection is None:
+            return {"host": "127.0.0.1", "port": 6379}, redis.Connection
+        if isinstance(connection, str):
+            pool = redis.ConnectionPool.from_url(connection)
+            return dict(pool.connection_kwargs), pool.connection_class
+        if isinstance(connection, redis.Redis):
+            pool = connection.connection_pool
+            return dict(pool.connection_kwargs), pool.connection_class
+        if isinstance(connection, Mapping):
+            kwargs = dict(connection)
+            if "url" in kwargs:
+                pool = redis.ConnectionPool.from_url(kwargs.pop("url"))
+                merged = dict(pool.connection_kwargs)
+                merged.update(kwargs)
+                return merged, pool.connection_class
+            return kwargs, redis.Connection
+        raise TypeError(f"connection must be a URL, a dict of options or a redis.Redis, "
+                        f"not {type(connection).__name__}")
+
+    def _make_client(self, kwargs: Dict[str, Any]) -> Client:
+        kwargs["decode_responses"] = True
+        kwargs.setdefault("socket_connect_timeout", 5)
+        kwargs.setdefault("health_check_interval", 30)
+        max_connections = kwargs.pop("max_connections", None)
+        pool = redis.ConnectionPool(connection_class=self._connection_class,
+                                    max_connections=max_connections, **kwargs)
+        client = Client(connection_pool=pool)
+        client.address = self.address
+        return client
+
+    def blocking_client(self) -> "BlockingClient":
+        return BlockingClient(self._make_client(dict(self._kwargs, max_connections=1)))
+
+    def ping(self) -> None:
+        self.client.ping()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.client.connection_pool.disconnect()
+
+
+class BlockingClient:
+    """One connection for blocking commands, which another thread may interrupt.
+
+    ``interrupt()`` shuts the socket down, so a ``BZPOPMIN``/``XREAD BLOCK`` in
+    progress returns at once with a connection error; the owner, seeing its stop
+    event set, exits instead of retrying.
+    """
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self._lock = threading.Lock()
+        self._interrupted = False
+
+    def interrupt(self) -> None:
+        with self._lock:
+            self._interrupted = True
+            pool = self.client.connection_pool
+            for conn in list(getattr(pool, "_in_use_connections", ())):
+                sock = getattr(conn, "_sock", None)
+                if sock is not None:
+                    try:
+                        sock.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+    def close(self) -> None:
+        self.client.connection_pool.disconnect()
+
+
+def as_connection(connection: ConnectionLike, **kwargs: Any) -> RedisConnection:
+    return connection if isinstance(connection, RedisConnection) and not kwargs \
+        else RedisConnection(connection, **kwargs)

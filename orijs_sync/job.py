@@ -1,0 +1,163 @@
+"""Job: one job hash <-> a Python object, and the calls a handler makes on its job.
+
+Field names follow BullMQ v5: ``atm`` (attemptsMade), ``ats`` (attemptsStarted),
+``stc`` (stalledCounter), ``defa`` (deferred failure), ``rjk`` (repeat job key),
+``deid`` (deduplication id), ``pb`` (processed by).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
+
+from . import errors
+from ._util import dumps, loads, now_ms
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .queue import Queue
+    from .queue_events import QueueEvents
+
+
+def _int(value: Optional[str], default: Optional[int] = None) -> Optional[int]:
+    if value is None or value == "":
+        return default
+    try:
+        return int(float(value))
+    except ValueError:
+        return default
+
+
+class Job:
+    """A job as stored in Redis. Created by ``Queue.add``/``get_job`` and by workers."""
+
+    def __init__(self, queue: "Queue", job_id: str, name: str, data: Any,
+                 opts: Optional[Dict[str, Any]] = None, timestamp: Optional[int] = None) -> None:
+        self.queue = queue
+        self.id = job_id
+        self.name = name
+        self.data = data
+        self.opts: Dict[str, Any] = dict(opts or {})
+        self.timestamp = timestamp if timestamp is not None else now_ms()
+        self.delay = int(self.opts.get("delay", 0) or 0)
+        self.priority = int(self.opts.get("priority", 0) or 0)
+        self.progress: Any = 0
+        self.returnvalue: Any = None
+        self.failed_reason: Optional[str] = None
+        self.stacktrace: List[str] = []
+        self.attempts_made = 0
+        self.attempts_started = 0
+        self.stalled_counter = 0
+        self.processed_on: Optional[int] = None
+        self.finished_on: Optional[int] = None
+        self.processed_by: Optional[str] = None
+        self.parent_key: Optional[str] = None
+        self.parent: Optional[Dict[str, Any]] = None
+        self.repeat_job_key: Optional[str] = None
+        self.deduplication_id: Optional[str] = None
+        self.deferred_failure: Optional[str] = None
+        # Set while a worker processes the job.
+        self.token: Optional[str] = None
+        self._worker: Any = None
+        self._moved = False  # the handler moved the job itself (delayed, waiting-children)
+
+    # -- (de)serialization -------------------------------------------------
+    @classmethod
+    def from_hash(cls, queue: "Queue", job_id: str, fields: Mapping[str, str]) -> "Job":
+        job = cls(queue, job_id, fields.get("name", ""), loads(fields.get("data"), {}),
+                  loads(fields.get("opts"), {}), _int(fields.get("timestamp"), 0))
+        job.delay = _int(fields.get("delay"), 0) or 0
+        job.priority = _int(fields.get("priority"), 0) or 0
+        job.progress = loads(fields.get("progress"), 0)
+        job.returnvalue = loads(fields.get("returnvalue"))
+        job.failed_reason = fields.get("failedReason")
+        job.stacktrace = loads(fields.get("stacktrace"), []) or []
+        job.attempts_made = _int(fields.get("atm") or fields.get("attemptsMade"), 0) or 0
+        job.attempts_started = _int(fields.get("ats"), 0) or 0
+        job.stalled_counter = _int(fields.get("stc"), 0) or 0
+        job.processed_on = _int(fields.get("processedOn"))
+        job.finished_on = _int(fields.get("finishedOn"))
+        job.processed_by = fields.get("pb")
+        job.parent_key = fields.get("parentKey")
+        job.parent = loads(fields.get("parent"))
+        job.repeat_job_key = fields.get("rjk")
+        job.deduplication_id = fields.get("deid")
+        job.deferred_failure = fields.get("defa")
+        return job
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The job's fields under BullMQ's ``Job.asJSON`` names (for logs and the CLI)."""
+        return {
+            "id": self.id, "name": self.name, "data": self.data, "opts": self.opts,
+            "progress": self.progress, "attemptsMade": self.attempts_made,
+            "attemptsStarted": self.attempts_started, "stalledCounter": self.stalled_counter,
+            "timestamp": self.timestamp, "delay": self.delay, "priority": self.priority,
+            "processedOn": self.processed_on, "finishedOn": self.finished_on,
+            "returnvalue": self.returnvalue, "failedReason": self.failed_reason,
+            "stacktrace": self.stacktrace, "parentKey": self.parent_key,
+            "repeatJobKey": self.repeat_job_key, "deduplicationId": self.deduplication_id,
+        }
+
+    def __repr__(self) -> str:
+        return f"<Job {self.queue.name}:{self.id} name={self.name!r}>"
+
+    # -- options -----------------------------------------------------------
+    @property
+    def attempts(self) -> int:
+        """Total attempts allowed (BullMQ stores 0 for the default of one)."""
+        return max(int(self.opts.get("attempts") or 1), 1)
+
+    @property
+    def key(self) -> str:
+        return self.queue.keys.job(self.id)
+
+    @property
+    def queue_qualified_name(self) -> str:
+        """``"{prefix}:{queue}:{id}"``, the key BullMQ uses for children values."""
+        return self.key
+
+    # -- reads -------------------------------------------------------------
+    def refresh(self) -> "Job":
+        fields = self.queue.client.hgetall(self.key)
+        if not fields:
+            raise errors.JobNotFound(f"job {self.id} of queue {self.queue.name} no longer exists")
+        fresh = Job.from_hash(self.queue, self.id, fields)
+        token, worker = self.token, self._worker
+        self.__dict__.update(fresh.__dict__)
+        self.token, self._worker = token, worker
+        return self
+
+    def get_state(self) -> str:
+        return self.queue.get_job_state(self.id)
+
+    def is_completed(self) -> bool:
+        return self.get_state() == "completed"
+
+    def is_failed(self) -> bool:
+        return self.get_state() == "failed"
+
+    # -- writes from a handler or a client ---------------------------------
+    def update_progress(self, progress: Any) -> None:
+        text = dumps(progress, "progress")
+        code = self.queue.scripts.run(
+            "updateProgress", [self.key, self.queue.keys.events, self.queue.keys.meta],
+            [self.id, text])
+        if code == -1:
+            raise errors.JobNotFound(f"job {self.id} not found")
+        self.progress = progress
+
+    def log(self, line: str) -> int:
+        keep = int(self.opts.get("kl") or 0)
+        count = self.queue.scripts.run("addLog", [self.key, self.queue.keys.logs(self.id)],
+                                       [str(line), keep])
+        if count == -1:
+            raise errors.JobNotFound(f"job {self.id} not found")
+        return int(count)
+
+    def update_data(self, data: Any) -> None:
+        text = dumps(data, "job data")
+        if not self.queue.client.exists(self.key):
+            raise errors.JobNotFound(f"job {self.id} not found")
+        self.queue.client.hset(self.key, "data", text)
+        self.data = data
+
+    def wait_until_finished(self, events: "QueueEvents", timeout: Optional[float] = None) -> Any:
+        """Block until the job completes (return value) or fails (raises ``JobFailed``)."""
+        return events.wait_for_job(self.queue, self.id, timeout=timeout)

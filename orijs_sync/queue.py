@@ -1,0 +1,151 @@
+"""Queue: adding jobs and reading them back."""
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+
+from . import errors
+from . import options as job_options
+from ._util import dumps, now_ms
+from .connection import ConnectionLike, as_connection
+from .job import Job
+from .keys import QueueKeys
+from .scripts import Scripts
+
+log = logging.getLogger(__name__)
+
+COUNT_TYPES = ("waiting", "active", "completed", "failed", "delayed", "prioritized",
+               "paused", "waiting-children")
+
+
+class AddCall:
+    """The keys and arguments of one ``addJob`` script call (shared by Queue and flows)."""
+
+    def __init__(self, keys: QueueKeys, name: str, data: Any, opts: Dict[str, Any], *,
+                 parent: Optional[Dict[str, Any]] = None, wait_children: bool = False,
+                 repeat_job_key: Optional[str] = None) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"job name must be a string, not {type(name).__name__}")
+        self.data_text = dumps(data, f"data of job {name!r}")
+        self.keys = keys
+        self.name = name
+        self.data = data
+        self.opts = opts
+        self.timestamp = int(opts.get("timestamp") or now_ms())
+        args: Dict[str, Any] = {"jobId": opts.get("jobId") or "", "name": name,
+                                "timestamp": self.timestamp, "waitChildren": wait_children,
+                                "rjk": repeat_job_key}
+        if parent:
+            parent_key = f"{parent['queueKey']}:{parent['id']}"
+            args.update(parentKey=parent_key, parentDepsKey=f"{parent_key}:dependencies",
+                        parent={k: v for k, v in parent.items()})
+        self.args_text = dumps(args)
+        self.opts_text = dumps(opts, "job options")
+
+    def run(self, scripts: Scripts, client: Any = None) -> Any:
+        k = self.keys
+        return scripts.run("addJob", [k.meta, k.id, k.events],
+                           [k.base, self.args_text, self.data_text, self.opts_text], client=client)
+
+    def job(self, queue: "Queue", job_id: str) -> Job:
+        return Job(queue, str(job_id), self.name, self.data, self.opts, self.timestamp)
+
+
+def check_add_result(result: Any, what: str) -> str:
+    if isinstance(result, int) and result < 0:
+        reasons = {-5: "its parent job does not exist",
+                   -7: "a job with that id exists with another parent"}
+        raise errors.ScriptError(f"could not add {what}: {reasons.get(result, result)}", result)
+    return str(result)
+
+
+class Queue:
+    """A BullMQ queue. Thread-safe; share one instance across threads.
+
+    ``connection`` is a URL, a dict of ``redis.Redis`` options, a ``redis.Redis``
+    or ``None`` (localhost). ``default_job_options`` apply to every ``add``.
+    """
+
+    def __init__(self, name: str, connection: ConnectionLike = None, *, prefix: str = "bull",
+                 default_job_options: Optional[Mapping[str, Any]] = None) -> None:
+        self.name = name
+        self.prefix = prefix
+        self.keys = QueueKeys(prefix, name)
+        self.connection = as_connection(connection)
+        self._owns_connection = self.connection is not connection
+        self.client = self.connection.client
+        self.scripts = Scripts(self.client)
+        self.default_job_options = dict(default_job_options or {})
+        if self.default_job_options:
+            job_options.encode(self.default_job_options)  # fail early on bad defaults
+
+    # -- context manager ---------------------------------------------------
+    def __enter__(self) -> "Queue":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._owns_connection:
+            self.connection.close()
+
+    def __repr__(self) -> str:
+        return f"<Queue {self.keys.queue_key}>"
+
+    # -- adding ------------------------------------------------------------
+    def _add_call(self, name: str, data: Any, opts: Mapping[str, Any]) -> AddCall:
+        merged = job_options.merge(self.default_job_options, opts)
+        return AddCall(self.keys, name, data, job_options.encode(merged))
+
+    def add(self, name: str, data: Any = None, **opts: Any) -> Job:
+        """Add one job. Options are keywords (``delay`` in seconds, ``priority``, ``attempts``,
+        ``backoff``, ``job_id``, ``remove_on_complete``...). Nothing is written on bad input."""
+        call = self._add_call(name, {} if data is None else data, opts)
+        job_id = check_add_result(call.run(self.scripts), f"job {name!r}")
+        return call.job(self, job_id)
+
+    def add_bulk(self, jobs: Iterable[Mapping[str, Any]]) -> List[Job]:
+        """Add many jobs in one round trip (one transaction): ``[{"name", "data", "opts"}]``."""
+        calls = []
+        for i, spec in enumerate(jobs):
+            if not isinstance(spec, Mapping) or "name" not in spec:
+                raise ValueError(f"add_bulk item {i} must be a dict with 'name', 'data', 'opts'")
+            calls.append(self._add_call(spec["name"], spec.get("data", {}), spec.get("opts") or {}))
+        if not calls:
+            return []
+        pipe = self.client.pipeline(transaction=True)
+        for call in calls:
+            call.run(self.scripts, client=pipe)
+        results = pipe.execute()
+        return [call.job(self, check_add_result(r, f"job {call.name!r}"))
+                for call, r in zip(calls, results)]
+
+    # -- reading -----------------------------------------------------------
+    def get_job(self, job_id: str) -> Optional[Job]:
+        fields = self.client.hgetall(self.keys.job(job_id))
+        return Job.from_hash(self, str(job_id), fields) if fields else None
+
+    def get_job_counts(self, *types: str) -> Dict[str, int]:
+        """Counts per state; all of BullMQ's states when no type is named."""
+        wanted = types or COUNT_TYPES
+        pipe = self.client.pipeline(transaction=False)
+        for kind in wanted:
+            key = self.keys.key("wait" if kind == "waiting" else kind)
+            if kind in ("waiting", "active", "paused"):
+                pipe.llen(key)
+            elif kind in COUNT_TYPES:
+                pipe.zcard(key)
+            else:
+                raise ValueError(f"unknown job state {kind!r}; one of {', '.join(COUNT_TYPES)}")
+        return dict(zip(wanted, (int(n) for n in pipe.execute())))
+
+    def count(self) -> int:
+        """Jobs waiting to be processed: waiting + paused + delayed + prioritized + waiting-children."""
+        counts = self.get_job_counts("waiting", "paused", "delayed", "prioritized", "waiting-children")
+        return sum(counts.values())
+
+    def get_job_state(self, job_id: str) -> str:
+        """One of completed, failed, delayed, active, waiting, prioritized,
+        waiting-children, or unknown."""
+        return str(self.scripts.run("getState", [self.keys.base], [str(job_id)]))

@@ -1,0 +1,70 @@
+"""Loads the Lua scripts under ``lua/`` and runs them with EVALSHA.
+
+Each ``lua/<name>.lua`` is one atomic operation. A line ``--- @include "helper"``
+pulls in ``lua/includes/helper.lua`` (recursively, each helper once), so shared
+functions are written once. ``redis.Script`` falls back to loading the script
+on ``NOSCRIPT`` (after a Redis restart or ``SCRIPT FLUSH``).
+"""
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from importlib import resources
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+import redis
+
+_INCLUDE = re.compile(r'^---\s*@include\s+"([\w/-]+)"\s*$', re.MULTILINE)
+
+
+def _lua_root() -> Path:
+    try:
+        root = Path(str(resources.files("orijs_sync.lua")))
+        if (root / "includes").is_dir():
+            return root
+    except (ModuleNotFoundError, TypeError):
+        pass
+    return Path(__file__).resolve().parent.parent / "lua"
+
+
+@functools.lru_cache(maxsize=None)
+def source(name: str) -> str:
+    """The script's full text with every include expanded once."""
+    root = _lua_root()
+    seen: set = set()
+
+    def expand(text: str) -> str:
+        def replace(match: "re.Match[str]") -> str:
+            include = match.group(1)
+            if include in seen:
+                return ""
+            seen.add(include)
+            return expand((root / "includes" / f"{include}.lua").read_text())
+        return _INCLUDE.sub(replace, text)
+
+    return expand((root / f"{name}.lua").read_text())
+
+
+class Scripts:
+    """The scripts registered on one client, created on first use."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self._client = client
+        self._scripts: Dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> Any:
+        script = self._scripts.get(name)
+        if script is None:
+            with self._lock:
+                script = self._scripts.get(name)
+                if script is None:
+                    script = self._client.register_script(source(name))
+                    self._scripts[name] = script
+        return script
+
+    def run(self, name: str, keys: Sequence[Any], args: Sequence[Any],
+            client: Optional[Any] = None) -> Any:
+        return self.get(name)(keys=list(keys), args=list(args), client=client or self._client)

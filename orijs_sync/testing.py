@@ -1,0 +1,173 @@
+"""A Redis for tests and first runs, and the pytest plugin that hands it out.
+
+``redis_url`` fixture (session scope), in this order: ``REDIS_URL`` if set;
+else a throwaway container through testcontainers when a Docker engine answers;
+else a ``redis-server`` from PATH on a free loopback port in a temp dir, stopped
+at the end. ``namespace`` gives each test a unique token for its queue names;
+the keys holding it are deleted after the test, and nothing else is touched.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from typing import Iterator, Optional
+
+import redis
+
+__all__ = ["RedisServer", "redis_for_tests", "local_redis"]
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RedisServer:
+    """A ``redis-server`` child process on a free loopback port; a context manager."""
+
+    def __init__(self, binary: Optional[str] = None, port: Optional[int] = None) -> None:
+        self.binary = binary or shutil.which("redis-server")
+        if not self.binary:
+            raise RuntimeError("redis-server is not on PATH (install Debian's redis-server "
+                               "package, or set REDIS_URL)")
+        self.port = port or _free_port()
+        self._dir: Optional[tempfile.TemporaryDirectory] = None
+        self._proc: Optional[subprocess.Popen] = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout: float = 10.0) -> "RedisServer":
+        self._dir = tempfile.TemporaryDirectory(prefix="orijs-redis-")
+        self._proc = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", self._dir.name,
+             "--daemonize", "no", "--loglevel", "warning"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
+        try:
+            while True:
+                try:
+                    client.ping()
+                    return self
+                except redis.exceptions.ConnectionError:
+                    if self._proc.poll() is not None or time.monotonic() > deadline:
+                        self.stop()
+                        raise RuntimeError(f"redis-server did not start on port {self.port}")
+                    time.sleep(0.05)
+        finally:
+            client.close()
+
+    def kill(self) -> None:
+        """Kill -9 the server (fault tests)."""
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(timeout=10)
+            self._proc = None
+        if self._dir is not None:
+            self._dir.cleanup()
+            self._dir = None
+
+    def __enter__(self) -> "RedisServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _docker_answers() -> bool:
+    try:
+        import docker  # type: ignore[import-untyped]
+        client = docker.from_env(timeout=2)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:
+        return False
+
+
+@contextlib.contextmanager
+def redis_for_tests() -> Iterator[str]:
+    """Yield a Redis URL: ``REDIS_URL``, else a container, else a local redis-server."""
+    url = os.environ.get("REDIS_URL")
+    if url:
+        yield url
+        return
+    if _docker_answers():
+        from testcontainers.redis import RedisContainer  # type: ignore[import-untyped]
+        with RedisContainer("redis:7") as container:
+            host = container.get_container_host_ip()
+            port = container.get_exposed_port(6379)
+            yield f"redis://{host}:{port}/0"
+        return
+    with RedisServer() as server:
+        yield server.url
+
+
+@contextlib.contextmanager
+def local_redis(url: Optional[str] = None) -> Iterator[str]:
+    """For demos: use ``url`` (or ``REDIS_URL``) when given, else start a redis-server."""
+    url = url or os.environ.get("REDIS_URL")
+    if url:
+        yield url
+        return
+    with RedisServer() as server:
+        yield server.url
+
+
+def delete_keys(url: str, pattern: str) -> int:
+    """Delete every key matching ``pattern`` (SCAN, never KEYS); returns the count."""
+    client = redis.Redis.from_url(url)
+    try:
+        count = 0
+        batch = []
+        for key in client.scan_iter(match=pattern, count=1000):
+            batch.append(key)
+            if len(batch) >= 500:
+                count += client.delete(*batch)
+                batch = []
+        if batch:
+            count += client.delete(*batch)
+        return count
+    finally:
+        client.close()
+
+
+try:
+    import pytest
+except ImportError:  # pragma: no cover - the plugin needs pytest, the helpers above do not
+    pytest = None  # type: ignore[assignment]
+
+if pytest is not None:
+
+    @pytest.fixture(scope="session")
+    def redis_url() -> Iterator[str]:
+        """The URL of a Redis for this test session."""
+        with redis_for_tests() as url:
+            yield url
+
+    @pytest.fixture
+    def namespace(redis_url: str) -> Iterator[str]:
+        """A unique token for this test's queue names; its keys are deleted afterwards."""
+        token = f"t{uuid.uuid4().hex[:12]}"
+        yield token
+        delete_keys(redis_url, f"*{token}*")

@@ -1,0 +1,384 @@
+"""Worker: a fetch thread, a pool of ``concurrency`` handler threads, one lock
+renewer and one stalled-jobs checker, all owned, stopped and joined by ``close()``.
+"""
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from . import errors
+from . import options as job_options
+from ._processing import BackoffStrategy, JobRunner
+from ._roles import Periodic, Role
+from ._util import Seconds, dumps, now_ms, to_seconds
+from .connection import ConnectionLike, as_connection
+from .job import Job
+from .keys import QueueKeys
+from .scripts import Scripts
+
+log = logging.getLogger(__name__)
+
+Processor = Callable[[Job], Any]
+LISTENER_EVENTS = ("active", "completed", "failed", "error", "stalled", "drained", "closed")
+
+
+class _Fetcher(Role):
+    """Moves jobs to active while slots are free; otherwise blocks on the marker key."""
+
+    name = "fetcher"
+
+    def __init__(self, worker: "Worker") -> None:
+        super().__init__(worker._fetch_stop)
+        self.w = worker
+        self.blocking = worker.connection.blocking_client()
+        self._next_delayed = 0
+
+    def loop(self) -> None:
+        taken = self.w._take_slots()
+        if not taken:
+            return
+        jobs, ttl, next_delayed = self.w._move_to_active(taken)
+        self.w._give_back_slots(taken - len(jobs))
+        for job in jobs:
+            self.w._dispatch(job)
+        if jobs:
+            return
+        if ttl > 0:
+            self.stop_event.wait(ttl / 1000.0)
+            return
+        self._wait_for_marker(next_delayed)
+
+    def _wait_for_marker(self, next_delayed: int) -> None:
+        timeout = self.w.drain_delay
+        if next_delayed:
+            timeout = min(timeout, max((next_delayed - now_ms()) / 1000.0, 0.0))
+        if timeout <= 0.001 or self.stop_event.is_set():
+            return
+        self.blocking.client.bzpopmin(self.w.keys.marker, timeout=max(timeout, 0.01))
+
+    def interrupt(self) -> None:
+        self.blocking.interrupt()
+
+
+class Worker:
+    """Processes jobs of one queue with ``concurrency`` threads.
+
+    ``processor(job)`` returns a JSON-able value (the job's ``returnvalue``) or
+    raises (the job's ``failedReason``). Durations are seconds.
+    """
+
+    def __init__(self, name: str, processor: Processor, connection: ConnectionLike = None, *,
+                 concurrency: int = 1, prefix: str = "bull", lock_duration: Seconds = 30.0,
+                 stalled_interval: Seconds = 30.0, max_stalled_count: int = 1,
+                 drain_delay: Seconds = 5.0, limiter: Optional[Mapping[str, Any]] = None,
+                 remove_on_complete: Any = None, remove_on_fail: Any = None,
+                 backoff_strategies: Optional[Dict[str, BackoffStrategy]] = None,
+                 worker_name: Optional[str] = None, autorun: bool = False,
+                 skip_stalled_check: bool = False) -> None:
+        if not callable(processor):
+            raise TypeError("processor must be callable: processor(job) -> result")
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+        if isinstance(max_stalled_count, bool) or not isinstance(max_stalled_count, int) \
+                or max_stalled_count < 0:
+            raise ValueError(f"max_stalled_count must be an integer >= 0, got {max_stalled_count!r}")
+        self.name = name
+        self.processor = processor
+        self.concurrency = concurrency
+        self.keys = QueueKeys(prefix, name)
+        self.lock_duration_ms = int(to_seconds(lock_duration, "lock_duration") * 1000)  # type: ignore[operator]
+        if self.lock_duration_ms < 1:
+            raise ValueError("lock_duration must be > 0")
+        self.stalled_interval = float(to_seconds(stalled_interval, "stalled_interval"))  # type: ignore[arg-type]
+        self.max_stalled_count = max_stalled_count
+        self.drain_delay = float(to_seconds(drain_delay, "drain_delay"))  # type: ignore[arg-type]
+        self.limiter = self._limiter(limiter)
+        self.remove_on_complete = job_options.encode(
+            {"remove_on_complete": remove_on_complete}).get("removeOnComplete")
+        self.remove_on_fail = job_options.encode(
+            {"remove_on_fail": remove_on_fail}).get("removeOnFail")
+        self.backoff_strategies = dict(backoff_strategies or {})
+        self.worker_name = worker_name
+        self.skip_stalled_check = skip_stalled_check
+        self.id = uuid.uuid4().hex
+        self.connection = as_connection(connection)
+        self._owns_connection = self.connection is not connection
+        self.client = self.connection.client
+        self.scripts = Scripts(self.client)
+        self._runner = JobRunner(self)
+        self._listeners: Dict[str, List[Callable[..., Any]]] = {e: [] for e in LISTENER_EVENTS}
+        self._stop = threading.Event()          # stops the renewer and the stalled checker
+        self._fetch_stop = threading.Event()    # stops the fetcher (first, at close)
+        self._queue_view = _QueueView(self)
+        self._cv = threading.Condition()          # guards the fields below
+        self._free = concurrency
+        self._paused = False
+        self._active: Dict[str, Job] = {}
+        self._state = "new"                        # new -> running -> closing -> closed
+        self._roles: List[Role] = []
+        self._executor: Optional[ThreadPoolExecutor] = None
+        self._shutdown_requested = threading.Event()
+        if autorun:
+            self.start()
+
+    @staticmethod
+    def _limiter(limiter: Optional[Mapping[str, Any]]) -> Optional[Dict[str, int]]:
+        if limiter is None:
+            return None
+        try:
+            maximum = limiter["max"]
+            duration = to_seconds(limiter["duration"], "limiter duration")
+        except (KeyError, TypeError) as exc:
+            raise ValueError("limiter must be {'max': n, 'duration': seconds}") from exc
+        if isinstance(maximum, bool) or not isinstance(maximum, int) or maximum < 1:
+            raise ValueError(f"limiter max must be an integer >= 1, got {maximum!r}")
+        if not duration:
+            raise ValueError("limiter duration must be > 0 seconds")
+        return {"max": maximum, "duration": int(duration * 1000)}
+
+    # -- listeners ---------------------------------------------------------
+    def on(self, event: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Local listener: active(job), completed(job, result), failed(job, exc),
+        error(exc), stalled(job_id), drained(), closed()."""
+        if event not in self._listeners:
+            raise ValueError(f"unknown worker event {event!r}; one of {', '.join(LISTENER_EVENTS)}")
+        self._listeners[event].append(fn)
+        return fn
+
+    def _emit(self, event: str, *args: Any) -> None:
+        for fn in list(self._listeners[event]):
+            try:
+                fn(*args)
+            except Exception:  # noqa: BLE001 - a listener must not break the worker
+                log.exception("worker %s listener for %r failed", self.name, event)
+
+    # -- lifecycle ---------------------------------------------------------
+    def start(self) -> "Worker":
+        """Start the background threads and return; jobs are processed until close()."""
+        with self._cv:
+            if self._state != "new":
+                raise errors.InvalidStateError(f"worker is {self._state}; a worker starts once")
+            self._state = "running"
+        self.connection.ping()
+        self._executor = ThreadPoolExecutor(self.concurrency,
+                                            thread_name_prefix=f"orijs-worker-{self.name}")
+        fetcher = _Fetcher(self)
+        renewer = Periodic(self._stop, "lock-renewer", self.lock_duration_ms / 2000.0,
+                           self._renew_locks)
+        self._roles = [fetcher, renewer]
+        if not self.skip_stalled_check:
+            self._roles.append(Periodic(self._stop, "stalled-checker", self.stalled_interval,
+                                        self._check_stalled))
+        for role in self._roles:
+            role.on_error = lambda exc: self._emit("error", exc)  # type: ignore[method-assign]
+            role.start(f"orijs-{role.name}-{self.name}")
+        return self
+
+    def run(self) -> None:
+        """Start and block until SIGINT/SIGTERM (or ``close()`` from another thread)."""
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, lambda *_: self._shutdown_requested.set())
+        try:
+            self.start()
+            while not self._shutdown_requested.wait(1.0):
+                pass
+        finally:
+            self.close()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def close(self, timeout: Optional[float] = None) -> bool:
+        """Stop fetching, let active jobs finish (up to ``timeout`` seconds), join every
+        thread. Idempotent. Returns False if active jobs were still running at the timeout
+        (their locks are no longer renewed: another worker takes them over when they stall)."""
+        with self._cv:
+            if self._state in ("closing", "closed"):
+                state = self._state
+            else:
+                state, self._state = self._state, "closing"
+            self._fetch_stop.set()
+            self._cv.notify_all()
+        if state == "closed":
+            return True
+        if state == "closing":
+            return self._wait_closed(timeout)
+        self._shutdown_requested.set()
+        fetcher = self._roles[0] if self._roles else None
+        if fetcher is not None:
+            self._stop_role(fetcher)
+        drained = self._wait_idle(timeout)
+        self._stop.set()
+        for role in self._roles:
+            self._stop_role(role)
+        if self._executor is not None:
+            self._executor.shutdown(wait=drained)
+        if fetcher is not None:
+            fetcher.blocking.close()  # type: ignore[attr-defined]
+        if self._owns_connection and drained:
+            self.connection.close()
+        with self._cv:
+            self._state = "closed"
+            self._cv.notify_all()
+        self._emit("closed")
+        return drained
+
+    @staticmethod
+    def _stop_role(role: Role) -> None:
+        while not role.join(0.2):
+            role.interrupt()
+
+    def _wait_idle(self, timeout: Optional[float]) -> bool:
+        with self._cv:
+            return self._cv.wait_for(lambda: not self._active and self._free == self.concurrency,
+                                     timeout)
+
+    def _wait_closed(self, timeout: Optional[float]) -> bool:
+        with self._cv:
+            return self._cv.wait_for(lambda: self._state == "closed", timeout)
+
+    def __enter__(self) -> "Worker":
+        if self._state == "new":
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def is_running(self) -> bool:
+        return self._state == "running"
+
+    # -- local pause -------------------------------------------------------
+    def pause(self, wait: bool = True, timeout: Optional[float] = None) -> None:
+        """Stop taking new jobs in this worker; with ``wait``, until active jobs finish."""
+        with self._cv:
+            self._paused = True
+        if wait:
+            self._wait_idle(timeout)
+
+    def resume(self) -> None:
+        with self._cv:
+            self._paused = False
+            self._cv.notify_all()
+
+    @property
+    def is_paused(self) -> bool:
+        return self._paused
+
+    # -- slots and dispatch (fetcher thread) -------------------------------
+    def _take_slots(self) -> int:
+        with self._cv:
+            ready = self._cv.wait_for(
+                lambda: self._stop_fetching() or (self._free > 0 and not self._paused), timeout=1.0)
+            if not ready or self._stop_fetching():
+                return 0
+            taken, self._free = self._free, 0
+            return taken
+
+    def _stop_fetching(self) -> bool:
+        return self._state != "running" or self._fetch_stop.is_set()
+
+    def _give_back_slots(self, count: int) -> None:
+        if count:
+            with self._cv:
+                self._free += count
+                self._cv.notify_all()
+
+    def _move_to_active(self, count: int) -> "tuple[List[Job], int, int]":
+        tokens = [self._runner.new_token() for _ in range(count)]
+        opts: Dict[str, Any] = {"tokens": tokens, "lockDuration": self.lock_duration_ms}
+        if self.limiter:
+            opts["limiter"] = self.limiter
+        if self.worker_name:
+            opts["name"] = self.worker_name
+        k = self.keys
+        jobs_raw, ttl, next_delayed = self.scripts.run(
+            "moveToActive", [k.wait, k.active, k.marker], [k.base, now_ms(), dumps(opts), count])
+        jobs = [self._job_from_reply(f, i, t) for f, i, t in jobs_raw]
+        return jobs, int(ttl), int(next_delayed)
+
+    def _job_from_reply(self, fields: List[str], job_id: str, token: str) -> Job:
+        job = Job.from_hash(self._queue_view, str(job_id), dict(zip(fields[::2], fields[1::2])))
+        job.token = token
+        job._worker = self
+        return job
+
+    def _dispatch(self, job: Job) -> None:
+        assert self._executor is not None
+        with self._cv:
+            self._active[job.id] = job   # counted before the thread starts: close() waits for it
+        self._executor.submit(self._chain, job)
+
+    def _chain(self, job: Optional[Job]) -> None:
+        """Process a job, then each next job its finishing call handed back."""
+        try:
+            while job is not None:
+                job = self._runner.process(job, fetch_next=self._fetch_next_allowed())
+        except Exception:  # noqa: BLE001 - never lose the slot
+            log.exception("worker %s: unexpected error while finishing a job", self.name)
+        finally:
+            with self._cv:
+                self._free += 1
+                self._cv.notify_all()
+
+    def _fetch_next_allowed(self) -> bool:
+        return self._state == "running" and not self._paused
+
+    def _track(self, job: Job) -> None:
+        with self._cv:
+            self._active[job.id] = job
+
+    def _untrack(self, job: Job) -> None:
+        with self._cv:
+            if self._active.get(job.id) is job:
+                del self._active[job.id]
+            self._cv.notify_all()
+
+    # -- lock renewal and stalled checks -----------------------------------
+    def _renew_locks(self) -> None:
+        with self._cv:
+            snapshot = [(job_id, job.token) for job_id, job in self._active.items()]
+        if not snapshot:
+            return
+        k = self.keys
+        lost = self.scripts.run("extendLocks", [k.stalled],
+                                [k.base, dumps([s[0] for s in snapshot]),
+                                 dumps([s[1] for s in snapshot]), self.lock_duration_ms])
+        for job_id in lost:
+            log.warning("worker %s lost the lock of job %s; its result will not be written",
+                        self.name, job_id)
+            self._emit("error", errors.LockLost(f"lock of job {job_id} lost"))
+
+    def _check_stalled(self) -> None:
+        k = self.keys
+        moved = self.scripts.run(
+            "moveStalledJobsToWait",
+            [k.stalled, k.wait, k.active, k.stalled_check, k.meta, k.paused, k.marker, k.events,
+             k.repeat],
+            [self.max_stalled_count, k.base, now_ms(), int(self.stalled_interval * 1000)])
+        for job_id in moved:
+            log.info("worker %s: job %s stalled and went back to wait", self.name, job_id)
+            self._emit("stalled", job_id)
+
+    def _move_back_to_wait(self, job: Job) -> None:
+        raise NotImplementedError("rate-limit moves arrive with the rate limiter")
+
+
+class _QueueView:
+    """What a Job needs of its queue (keys, client, scripts) inside a worker."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.name = worker.name
+        self.keys = worker.keys
+        self.client = worker.client
+        self.scripts = worker.scripts
+        self.prefix = worker.keys.prefix
+
+    def get_job_state(self, job_id: str) -> str:
+        return str(self.scripts.run("getState", [self.keys.base], [str(job_id)]))
