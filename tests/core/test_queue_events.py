@@ -1,0 +1,81 @@
+"""QueueEvents: one thread over many streams, listeners and waits."""
+from __future__ import annotations
+
+import pytest
+
+from orijs_sync import Queue, QueueEvents, Worker, errors
+
+from core_helpers import orijs_threads, wait_until
+
+
+def test_one_thread_watches_many_queues(redis_url, namespace):
+    names = [f"ev{i}-{namespace}" for i in range(3)]
+    seen = []
+    with QueueEvents(names, connection=redis_url) as ev:
+        ev.on_event(lambda e: seen.append((e.queue, e.event)))
+        for name in names:
+            with Queue(name, connection=redis_url) as q:
+                q.add("x", {})
+        wait_until(lambda: len(seen) == 6)
+        assert len(orijs_threads()) == 1
+    assert {q for q, _ in seen} == set(names)
+    assert orijs_threads() == []
+
+
+def test_listeners_get_job_id_and_value(queue, events, redis_url, qname):
+    got = {}
+    events.on("completed", lambda job_id, value: got.setdefault("completed", (job_id, value)))
+    events.on("failed", lambda job_id, value: got.setdefault("failed", (job_id, value)))
+    events.on("progress", lambda job_id, value: got.setdefault("progress", (job_id, value)))
+
+    def handler(job):
+        if job.data.get("fail"):
+            raise ValueError("nope")
+        job.update_progress({"pct": 50})
+        return [1, 2]
+
+    ok, bad = queue.add("x", {}), queue.add("x", {"fail": True})
+    with Worker(qname, handler, connection=redis_url):
+        wait_until(lambda: len(got) == 3)
+    assert got["completed"] == (ok.id, [1, 2])
+    assert got["failed"] == (bad.id, "nope")
+    assert got["progress"] == (ok.id, {"pct": 50})
+
+
+def test_a_failing_listener_does_not_stop_the_thread(queue, events):
+    calls = []
+
+    def broken(job_id, value):
+        calls.append(job_id)
+        raise RuntimeError("listener bug")
+
+    events.on("added", broken)
+    queue.add("x", {})
+    queue.add("x", {})
+    wait_until(lambda: len(calls) == 2)
+
+
+def test_wait_until_finished_on_an_already_finished_job(queue, events, redis_url, qname):
+    job = queue.add("x", {"v": 3})
+    with Worker(qname, lambda j: j.data["v"] * 2, connection=redis_url):
+        wait_until(lambda: queue.get_job_state(job.id) == "completed")
+    assert job.wait_until_finished(events, timeout=1) == 6
+
+
+def test_wait_until_finished_times_out(queue, events):
+    job = queue.add("x", {})
+    with pytest.raises(errors.TimeoutError):
+        job.wait_until_finished(events, timeout=0.2)
+    with pytest.raises(TimeoutError):  # the builtin too
+        job.wait_until_finished(events, timeout=0.1)
+    assert events._waiters == {}
+
+
+def test_close_fails_pending_waits(queue, redis_url, qname):
+    ev = QueueEvents(qname, connection=redis_url)
+    fut = ev.job_future(queue, queue.add("x", {}).id)
+    ev.close()
+    with pytest.raises(errors.ShutdownError):
+        fut.result(timeout=1)
+    with pytest.raises(errors.ShutdownError):
+        ev.job_future(queue, "1")
