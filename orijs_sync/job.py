@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from . import errors
+from ._job_actions import JobActionsMixin
+from ._job_flow import FlowJobMixin
 from ._util import dumps, loads, now_ms
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,7 +27,7 @@ def _int(value: Optional[str], default: Optional[int] = None) -> Optional[int]:
         return default
 
 
-class Job:
+class Job(JobActionsMixin, FlowJobMixin):
     """A job as stored in Redis. Created by ``Queue.add``/``get_job`` and by workers."""
 
     def __init__(self, queue: "Queue", job_id: str, name: str, data: Any,

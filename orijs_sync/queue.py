@@ -6,6 +6,8 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from . import errors
 from . import options as job_options
+from ._queue_control import QueueControlMixin
+from ._queue_schedulers import SchedulerQueueMixin
 from ._util import dumps, now_ms
 from .connection import ConnectionLike, as_connection
 from .job import Job
@@ -59,7 +61,7 @@ def check_add_result(result: Any, what: str) -> str:
     return str(result)
 
 
-class Queue:
+class Queue(QueueControlMixin, SchedulerQueueMixin):
     """A BullMQ queue. Thread-safe; share one instance across threads.
 
     ``connection`` is a URL, a dict of ``redis.Redis`` options, a ``redis.Redis``

@@ -366,8 +366,25 @@ class Worker:
             log.info("worker %s: job %s stalled and went back to wait", self.name, job_id)
             self._emit("stalled", job_id)
 
+    # -- rate limiting -----------------------------------------------------
+    def rate_limit(self, seconds: Seconds) -> None:
+        """From a handler: stop the whole queue (all workers, Node's too) for ``seconds``.
+        Then ``raise errors.RateLimitError()``: the job goes back to wait, no attempt counted."""
+        if self.limiter is None:
+            raise errors.InvalidStateError("rate_limit() needs a worker created with "
+                                           "limiter={'max': n, 'duration': seconds}")
+        ms = int(float(to_seconds(seconds, "seconds", allow_none=False)) * 1000)  # type: ignore[arg-type]
+        if ms > 0:
+            self.client.set(self.keys.limiter, 9007199254740991, px=ms)
+
     def _move_back_to_wait(self, job: Job) -> None:
-        raise NotImplementedError("rate-limit moves arrive with the rate limiter")
+        k = self.keys
+        code = self.scripts.run("moveJobFromActiveToWait",
+                                [job.key, k.active, k.stalled, k.limiter],
+                                [k.base, job.id, job.token])
+        if isinstance(code, int) and code < 0:
+            log.warning("job %s could not go back to wait after a rate limit (code %s)",
+                        job.id, code)
 
 
 class _QueueView:

@@ -1,0 +1,77 @@
+"""Job actions: retry, promote, change delay or priority, move to delayed, remove."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from . import errors
+from ._util import Seconds, dumps, now_ms, to_ms
+from .options import MAX_PRIORITY
+
+_CODES = {-1: "does not exist", -3: "is not in the expected state"}
+
+
+class JobActionsMixin:
+    """Mixed into :class:`orijs_sync.job.Job`."""
+
+    id: str
+    queue: Any
+    token: Optional[str]
+    _moved: bool
+
+    def _raise_for(self, code: Any, action: str) -> None:
+        if isinstance(code, int) and code < 0:
+            reason = _CODES.get(code, f"error {code}")
+            exc = errors.JobNotFound if code == -1 else errors.InvalidStateError
+            raise exc(f"cannot {action} job {self.id}: it {reason}")
+
+    def retry(self, state: str = "failed", reset_attempts_made: bool = False,
+              reset_attempts_started: bool = False) -> None:
+        """Move a failed (or completed) job back to wait."""
+        if state not in ("failed", "completed"):
+            raise ValueError("state must be 'failed' or 'completed'")
+        code = self.queue.scripts.run(
+            "reprocessJob", [self.queue.keys.job(self.id)],
+            [self.queue.keys.base, self.id, state, "1" if reset_attempts_made else "0",
+             "1" if reset_attempts_started else "0"])
+        self._raise_for(code, "retry")
+
+    def promote(self) -> None:
+        """Run a delayed job now."""
+        code = self.queue.scripts.run("promote", [self.queue.keys.job(self.id)],
+                                      [self.queue.keys.base, self.id])
+        self._raise_for(code, "promote")
+
+    def change_delay(self, delay: Seconds) -> None:
+        """Give a delayed job a new delay (seconds from now)."""
+        ms = to_ms(delay, "delay")
+        k = self.queue.keys
+        code = self.queue.scripts.run(
+            "changeDelay", [k.job(self.id), k.delayed, k.events, k.meta, k.marker],
+            [self.id, ms, now_ms()])
+        self._raise_for(code, "change the delay of")
+
+    def change_priority(self, priority: int) -> None:
+        if isinstance(priority, bool) or not isinstance(priority, int) \
+                or not 0 <= priority <= MAX_PRIORITY:
+            raise ValueError(f"priority must be an integer between 0 and {MAX_PRIORITY}, "
+                             f"got {priority!r}")
+        code = self.queue.scripts.run("changePriority", [self.queue.keys.job(self.id)],
+                                      [self.queue.keys.base, self.id, priority])
+        self._raise_for(code, "change the priority of")
+
+    def move_to_delayed(self, timestamp: float) -> None:
+        """From inside its handler: park the job until ``timestamp`` (seconds since the
+        epoch, as ``time.time()``) without counting an attempt. Then raise
+        ``errors.DelayedError`` or return: the worker leaves the job delayed."""
+        if self.token is None:
+            raise errors.InvalidStateError("move_to_delayed() is for a job inside its handler")
+        k = self.queue.keys
+        code = self.queue.scripts.run(
+            "moveToDelayed", [k.job(self.id), k.active, k.events, k.stalled, k.meta],
+            [k.base, self.id, now_ms(), self.token, int(timestamp * 1000), "1", dumps([])])
+        if isinstance(code, int) and code < 0:
+            raise errors.LockLost(f"cannot move job {self.id} to delayed (code {code})")
+        self._moved = True
+
+    def remove(self) -> bool:
+        return bool(self.queue.remove(self.id))

@@ -1,0 +1,169 @@
+"""Queue control and getters: pause/resume, drain, clean, obliterate, remove, get_jobs."""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Union
+
+from . import errors
+from ._util import Seconds, now_ms, to_seconds
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .job import Job
+
+LIST_STATES = {"wait", "paused", "active"}
+SET_STATES = {"delayed", "prioritized", "completed", "failed", "waiting-children"}
+CLEAN_STATES = ("completed", "failed", "delayed", "wait", "paused", "prioritized", "active",
+                "waiting-children")
+
+
+def _state_key(state: str) -> str:
+    state = "wait" if state == "waiting" else state
+    if state not in LIST_STATES | SET_STATES:
+        raise ValueError(f"unknown job state {state!r}; one of "
+                         f"{', '.join(sorted(LIST_STATES | SET_STATES | {'waiting'}))}")
+    return state
+
+
+class QueueControlMixin:
+    """Mixed into :class:`orijs_sync.queue.Queue` (which provides keys, client, scripts)."""
+
+    keys: Any
+    client: Any
+    scripts: Any
+    name: str
+
+    # -- pause -------------------------------------------------------------
+    def _pause(self, paused: bool) -> None:
+        k = self.keys
+        src, dst = (k.wait, k.paused) if paused else (k.paused, k.wait)
+        self.scripts.run("pause", [src, dst, k.meta, k.prioritized, k.events, k.delayed, k.marker],
+                         ["paused" if paused else "resumed"])
+
+    def pause(self) -> None:
+        """Pause the queue for every worker (Node's too): nothing new becomes active."""
+        self._pause(True)
+
+    def resume(self) -> None:
+        self._pause(False)
+
+    def is_paused(self) -> bool:
+        return bool(self.client.hexists(self.keys.meta, "paused"))
+
+    # -- removal -----------------------------------------------------------
+    def remove(self, job_id: str) -> bool:
+        """Remove a job and its keys. A job locked by a worker is left alone (returns False)."""
+        k = self.keys
+        code = self.scripts.run("removeJob", [k.job(job_id), k.events], [k.base, str(job_id)])
+        return code == 1
+
+    def drain(self, delayed: bool = False) -> int:
+        """Remove every waiting (and prioritized, paused; with ``delayed`` also delayed) job."""
+        return int(self.scripts.run("drain", [self.keys.events],
+                                    [self.keys.base, "1" if delayed else "0"]))
+
+    def clean(self, grace: Seconds, limit: int = 0, state: str = "completed") -> List[str]:
+        """Remove up to ``limit`` (0 = all) jobs of ``state`` older than ``grace`` seconds."""
+        grace_s = to_seconds(grace, "grace", allow_none=False)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValueError(f"limit must be an integer >= 0, got {limit!r}")
+        state = _state_key(state)
+        cutoff = now_ms() - int(grace_s * 1000)  # type: ignore[operator]
+        removed = self.scripts.run("cleanJobsInSet", [self.keys.key(state), self.keys.events],
+                                   [self.keys.base, state, cutoff, limit])
+        return [str(r) for r in removed]
+
+    def obliterate(self, force: bool = False, batch: int = 1000) -> None:
+        """Delete the queue and all its jobs. Refused while jobs are active, unless ``force``."""
+        k = self.keys
+        if not force and self.client.llen(k.active):
+            raise errors.InvalidStateError(
+                f"queue {self.name} has active jobs; obliterate(force=True) deletes them anyway")
+        self.pause()
+        while True:
+            code = self.scripts.run("obliterate", [k.meta, k.active],
+                                    [k.base, batch, "1" if force else "0"])
+            if code == -2:
+                raise errors.InvalidStateError(f"queue {self.name} has active jobs")
+            if code == 0:
+                break
+        for pattern in (k.base + "de:*", k.base + "repeat:*"):
+            keys = list(self.client.scan_iter(match=pattern, count=1000))
+            for i in range(0, len(keys), 500):
+                self.client.delete(*keys[i:i + 500])
+
+    # -- getters -----------------------------------------------------------
+    def get_jobs(self, states: Union[str, Sequence[str], None] = None, start: int = 0,
+                 end: int = -1, asc: bool = False) -> List["Job"]:
+        """Jobs in the given states (all when None), newest first unless ``asc``;
+        ``start``/``end`` index each state's range, as BullMQ's getJobs does."""
+        wanted = [states] if isinstance(states, str) else list(states or
+                                                               ["wait", "active", "delayed",
+                                                                "prioritized", "completed",
+                                                                "failed", "paused",
+                                                                "waiting-children"])
+        ids: List[str] = []
+        for state in wanted:
+            ids.extend(self._ids_in_state(_state_key(state), start, end, asc))
+        return self._jobs_by_ids(ids)
+
+    def _ids_in_state(self, state: str, start: int, end: int, asc: bool) -> List[str]:
+        key = self.keys.key(state)
+        if state in LIST_STATES:
+            # Lists are pushed on the left: the oldest job is at the right end.
+            if asc:
+                lo, hi = -(end + 1) if end >= 0 else 0, -(start + 1)
+                return list(reversed(self.client.lrange(key, lo, hi)))
+            return self.client.lrange(key, start, end)
+        if asc:
+            return self.client.zrange(key, start, end)
+        return self.client.zrevrange(key, start, end)
+
+    def _jobs_by_ids(self, ids: Iterable[str]) -> List["Job"]:
+        from .job import Job
+        ids = list(ids)
+        pipe = self.client.pipeline(transaction=False)
+        for job_id in ids:
+            pipe.hgetall(self.keys.job(job_id))
+        return [Job.from_hash(self, job_id, fields)  # type: ignore[arg-type]
+                for job_id, fields in zip(ids, pipe.execute()) if fields]
+
+    def get_waiting(self, start: int = 0, end: int = -1) -> List["Job"]:
+        return self.get_jobs(["wait"], start, end, asc=True)
+
+    def get_active(self, start: int = 0, end: int = -1) -> List["Job"]:
+        return self.get_jobs(["active"], start, end, asc=True)
+
+    def get_delayed(self, start: int = 0, end: int = -1) -> List["Job"]:
+        return self.get_jobs(["delayed"], start, end, asc=True)
+
+    def get_prioritized(self, start: int = 0, end: int = -1) -> List["Job"]:
+        return self.get_jobs(["prioritized"], start, end, asc=True)
+
+    def get_completed(self, start: int = 0, end: int = -1) -> List["Job"]:
+        return self.get_jobs(["completed"], start, end, asc=False)
+
+    def get_failed(self, start: int = 0, end: int = -1) -> List["Job"]:
+        return self.get_jobs(["failed"], start, end, asc=False)
+
+    def get_job_logs(self, job_id: str, start: int = 0, end: int = -1,
+                     asc: bool = True) -> Dict[str, Any]:
+        """``{"logs": [...], "count": n}`` as BullMQ's getJobLogs."""
+        key = self.keys.logs(job_id)
+        pipe = self.client.pipeline(transaction=False)
+        if asc:
+            pipe.lrange(key, start, end)
+        else:
+            pipe.lrange(key, -(end + 1) if end >= 0 else 0, -(start + 1))
+        pipe.llen(key)
+        logs, count = pipe.execute()
+        return {"logs": logs if asc else list(reversed(logs)), "count": int(count)}
+
+    def wait_until_empty(self, timeout: float = 10.0) -> bool:
+        """Poll until no job waits or runs (for scripts and tests); True if it emptied."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            counts = self.get_job_counts("waiting", "active", "delayed", "prioritized")  # type: ignore[attr-defined]
+            if not any(counts.values()):
+                return True
+            time.sleep(0.02)
+        return False
