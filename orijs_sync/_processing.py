@@ -8,6 +8,8 @@ import traceback
 import uuid
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
+
 from . import errors
 from ._util import dumps, now_ms
 from .job import Job
@@ -65,6 +67,17 @@ class JobRunner:
     def __init__(self, worker: "Worker") -> None:
         self.w = worker
         self.keys = worker.keys
+
+    def run_script(self, name: str, keys: List[str], args: List[Any]) -> Any:
+        """Run a finishing script, retrying through a Redis blip for up to one lock
+        duration, so that a finished job's outcome is not lost to a reconnect."""
+        retrying = Retrying(retry=retry_if_exception_type(errors.ConnectionError),
+                            wait=wait_exponential(multiplier=0.05, max=2),
+                            stop=stop_after_delay(self.w.lock_duration_ms / 1000.0), reraise=True)
+        for attempt in retrying:
+            with attempt:
+                return self.w.scripts.run(name, keys, args)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def new_token(self) -> str:
         return f"{self.w.id}:{uuid.uuid4().hex[:12]}"
@@ -145,11 +158,11 @@ class JobRunner:
         k = self.keys
         if delay_ms > 0:
             now = now_ms()
-            code = self.w.scripts.run(
+            code = self.run_script(
                 "moveToDelayed", [job.key, k.active, k.events, k.stalled, k.meta],
                 [k.base, job.id, now, job.token, now + delay_ms, "0", dumps(fields)])
         else:
-            code = self.w.scripts.run("retryJob", [job.key, k.active, k.events, k.stalled],
+            code = self.run_script("retryJob", [job.key, k.active, k.events, k.stalled],
                                       [k.base, job.id, now_ms(), job.token, dumps(fields)])
         self._check(job, code, "retry")
 
@@ -158,7 +171,7 @@ class JobRunner:
         """Returns the next Job, None when there is none, or False when the write was refused."""
         k = self.keys
         opts = self.finish_opts(job, target, fetch_next)
-        reply = self.w.scripts.run(
+        reply = self.run_script(
             "moveToFinished",
             [job.key, k.active, k.events, k.meta, k.key(target), k.stalled],
             [k.base, job.id, now_ms(), target, value, "1" if fetch_next else "0",

@@ -9,8 +9,6 @@ import logging
 import threading
 from typing import Callable, Optional
 
-from tenacity import wait_exponential
-
 log = logging.getLogger(__name__)
 
 
@@ -22,7 +20,6 @@ class Role:
     def __init__(self, stop_event: threading.Event) -> None:
         self.stop_event = stop_event
         self._thread: Optional[threading.Thread] = None
-        self._backoff = wait_exponential(multiplier=0.1, max=5)
 
     def loop(self) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -37,7 +34,7 @@ class Role:
                 if self.stop_event.is_set():
                     break
                 failures += 1
-                delay = self._backoff(_Attempt(failures))
+                delay = min(0.1 * 2 ** (failures - 1), 5.0)
                 log.warning("%s: %s (retrying in %.1fs)", self.name, exc, delay,
                             exc_info=failures == 1)
                 self.on_error(exc)
@@ -58,16 +55,6 @@ class Role:
             return True
         self._thread.join(timeout)
         return not self._thread.is_alive()
-
-
-class _Attempt:
-    """The minimal retry state tenacity's wait strategies read."""
-
-    def __init__(self, number: int) -> None:
-        self.attempt_number = number
-        self.outcome = None
-        self.seconds_since_start = 0.0
-        self.idle_for = 0.0
 
 
 class Periodic(Role):

@@ -6,7 +6,7 @@ Field names follow BullMQ v5: ``atm`` (attemptsMade), ``ats`` (attemptsStarted),
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Protocol
 
 from . import errors
 from ._job_actions import JobActionsMixin
@@ -14,8 +14,23 @@ from ._job_flow import FlowJobMixin
 from ._util import dumps, loads, now_ms
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .queue import Queue
+    from .keys import QueueKeys
     from .queue_events import QueueEvents
+    from .scripts import Scripts
+
+
+class QueueLike(Protocol):
+    """What a Job needs of its queue: a Queue, or a worker's view of one."""
+
+    name: str
+    prefix: str
+    keys: "QueueKeys"
+    client: Any
+    scripts: "Scripts"
+
+    def get_job_state(self, job_id: str) -> str: ...
+
+    def remove(self, job_id: str) -> bool: ...
 
 
 def _int(value: Optional[str], default: Optional[int] = None) -> Optional[int]:
@@ -30,7 +45,7 @@ def _int(value: Optional[str], default: Optional[int] = None) -> Optional[int]:
 class Job(JobActionsMixin, FlowJobMixin):
     """A job as stored in Redis. Created by ``Queue.add``/``get_job`` and by workers."""
 
-    def __init__(self, queue: "Queue", job_id: str, name: str, data: Any,
+    def __init__(self, queue: "QueueLike", job_id: str, name: str, data: Any,
                  opts: Optional[Dict[str, Any]] = None, timestamp: Optional[int] = None) -> None:
         self.queue = queue
         self.id = job_id
@@ -62,7 +77,7 @@ class Job(JobActionsMixin, FlowJobMixin):
 
     # -- (de)serialization -------------------------------------------------
     @classmethod
-    def from_hash(cls, queue: "Queue", job_id: str, fields: Mapping[str, str]) -> "Job":
+    def from_hash(cls, queue: "QueueLike", job_id: str, fields: Mapping[str, str]) -> "Job":
         job = cls(queue, job_id, fields.get("name", ""), loads(fields.get("data"), {}),
                   loads(fields.get("opts"), {}), _int(fields.get("timestamp"), 0))
         job.delay = _int(fields.get("delay"), 0) or 0

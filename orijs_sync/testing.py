@@ -33,10 +33,11 @@ class RedisServer:
     """A ``redis-server`` child process on a free loopback port; a context manager."""
 
     def __init__(self, binary: Optional[str] = None, port: Optional[int] = None) -> None:
-        self.binary = binary or shutil.which("redis-server")
-        if not self.binary:
+        found = binary or shutil.which("redis-server")
+        if not found:
             raise RuntimeError("redis-server is not on PATH (install Debian's redis-server "
                                "package, or set REDIS_URL)")
+        self.binary: str = found
         self.port = port or _free_port()
         self._dir: Optional[tempfile.TemporaryDirectory] = None
         self._proc: Optional[subprocess.Popen] = None

@@ -18,6 +18,7 @@ from ._util import Seconds, dumps, now_ms, to_seconds
 from .connection import ConnectionLike, as_connection
 from .job import Job
 from .keys import QueueKeys
+from .queue import Queue
 from .scripts import Scripts
 
 log = logging.getLogger(__name__)
@@ -113,7 +114,7 @@ class Worker:
         self._listeners: Dict[str, List[Callable[..., Any]]] = {e: [] for e in LISTENER_EVENTS}
         self._stop = threading.Event()          # stops the renewer and the stalled checker
         self._fetch_stop = threading.Event()    # stops the fetcher (first, at close)
-        self._queue_view = _QueueView(self)
+        self.queue = Queue(name, connection=self.connection, prefix=prefix)
         self._cv = threading.Condition()          # guards the fields below
         self._free = concurrency
         self._paused = False
@@ -304,7 +305,7 @@ class Worker:
         return jobs, int(ttl), int(next_delayed)
 
     def _job_from_reply(self, fields: List[str], job_id: str, token: str) -> Job:
-        job = Job.from_hash(self._queue_view, str(job_id), dict(zip(fields[::2], fields[1::2])))
+        job = Job.from_hash(self.queue, str(job_id), dict(zip(fields[::2], fields[1::2])))
         job.token = token
         job._worker = self
         return job
@@ -379,23 +380,9 @@ class Worker:
 
     def _move_back_to_wait(self, job: Job) -> None:
         k = self.keys
-        code = self.scripts.run("moveJobFromActiveToWait",
+        code = self._runner.run_script("moveJobFromActiveToWait",
                                 [job.key, k.active, k.stalled, k.limiter],
                                 [k.base, job.id, job.token])
         if isinstance(code, int) and code < 0:
             log.warning("job %s could not go back to wait after a rate limit (code %s)",
                         job.id, code)
-
-
-class _QueueView:
-    """What a Job needs of its queue (keys, client, scripts) inside a worker."""
-
-    def __init__(self, worker: Worker) -> None:
-        self.name = worker.name
-        self.keys = worker.keys
-        self.client = worker.client
-        self.scripts = worker.scripts
-        self.prefix = worker.keys.prefix
-
-    def get_job_state(self, job_id: str) -> str:
-        return str(self.scripts.run("getState", [self.keys.base], [str(job_id)]))
