@@ -11,13 +11,6 @@ if rcall("EXISTS", KEYS[1]) ~= 1 then return -1 end
 rcall("HSET", KEYS[1], "priority", priority)
 local target = getTargetList(qk .. "meta", qk .. "active", qk .. "wait", qk .. "paused")
 if rcall("ZREM", qk .. "prioritized", jobId) > 0 or rcall("LREM", target, -1, jobId) > 0 then
-  local lifo = cjson.decode(rcall("HGET", KEYS[1], "opts") or "{}")["lifo"]
-  local _, pausedOrMaxed = getTargetList(qk .. "meta", qk .. "active", qk .. "wait", qk .. "paused")
-  if priority > 0 then
-    addToPrioritized(qk .. "marker", qk .. "prioritized", priority, jobId, qk .. "pc", pausedOrMaxed)
-  else
-    rcall(lifo and "RPUSH" or "LPUSH", target, jobId)
-    addBaseMarker(qk .. "marker", pausedOrMaxed)
-  end
+  pushReady(qk, jobId, priority, cjson.decode(rcall("HGET", KEYS[1], "opts") or "{}")["lifo"])
 end
 return 0

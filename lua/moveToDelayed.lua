@@ -13,12 +13,8 @@ local rcall = redis.call
 --- @include "lock"
 
 local jobKey, qk, jobId = KEYS[1], ARGV[1], ARGV[2]
-if rcall("EXISTS", jobKey) ~= 1 then return -1 end
-local code = releaseLock(jobKey, KEYS[4], jobId, ARGV[4])
+local code = takeFromActive(jobKey, KEYS[2], KEYS[4], jobId, ARGV[4], ARGV[7])
 if code < 0 then return code end
-if rcall("LREM", KEYS[2], -1, jobId) < 1 then return -3 end
-local fields = cjson.decode(ARGV[7])
-if #fields > 0 then rcall("HSET", jobKey, unpack(fields)) end
 if ARGV[6] ~= "1" then rcall("HINCRBY", jobKey, "atm", 1) end
 local runAt = tonumber(ARGV[5])
 local delay = math.max(runAt - tonumber(ARGV[3]), 0)

@@ -29,12 +29,8 @@ if target == "completed" then
   if rcall("ZCARD", jobKey .. ":unsuccessful") ~= 0 then return -9 end
 end
 local opts = cjson.decode(ARGV[7])
-local lockCode = releaseLock(jobKey, KEYS[6], jobId, opts["token"])
-if lockCode < 0 then return lockCode end
-if rcall("LREM", KEYS[2], -1, jobId) < 1 then return -3 end
-
-local extra = cjson.decode(ARGV[8])
-if #extra > 0 then rcall("HSET", jobKey, unpack(extra)) end
+local code = takeFromActive(jobKey, KEYS[2], KEYS[6], jobId, opts["token"], ARGV[8])
+if code < 0 then return code end
 
 trimEvents(KEYS[4], KEYS[3])
 local attrs = rcall("HMGET", jobKey, "parentKey", "parent", "deid")

@@ -12,12 +12,8 @@ local rcall = redis.call
 --- @include "lock"
 
 local jobKey, qk, jobId = KEYS[1], ARGV[1], ARGV[2]
-if rcall("EXISTS", jobKey) ~= 1 then return -1 end
-local code = releaseLock(jobKey, KEYS[4], jobId, ARGV[4])
+local code = takeFromActive(jobKey, KEYS[2], KEYS[4], jobId, ARGV[4], ARGV[5])
 if code < 0 then return code end
-if rcall("LREM", KEYS[2], -1, jobId) < 1 then return -3 end
-local fields = cjson.decode(ARGV[5])
-if #fields > 0 then rcall("HSET", jobKey, unpack(fields)) end
 promoteDelayedJobs(qk, ARGV[3])
 rcall("HINCRBY", jobKey, "atm", 1)
 local attrs = rcall("HMGET", jobKey, "priority", "opts")

@@ -17,9 +17,8 @@ local function addToDelayed(markerKey, delayedKey, eventsKey, maxEvents, jobId, 
   addDelayMarker(markerKey, delayedKey)
 end
 
--- Moves a job that has no pending delay into wait/paused or prioritized.
--- qk is the queue's key base ("bull:name:").
-local function enqueueReadyJob(qk, jobId, priority, lifo, prevState)
+-- Pushes a ready job to wait/paused (or prioritized) and wakes a worker.
+local function pushReady(qk, jobId, priority, lifo)
   local target, pausedOrMaxed = getTargetList(qk .. "meta", qk .. "active", qk .. "wait", qk .. "paused")
   if priority > 0 then
     addToPrioritized(qk .. "marker", qk .. "prioritized", priority, jobId, qk .. "pc", pausedOrMaxed)
@@ -27,6 +26,12 @@ local function enqueueReadyJob(qk, jobId, priority, lifo, prevState)
     rcall(lifo and "RPUSH" or "LPUSH", target, jobId)
     addBaseMarker(qk .. "marker", pausedOrMaxed)
   end
+end
+
+-- Moves a job that has no pending delay into wait/paused or prioritized,
+-- with the "waiting" event. qk is the queue's key base ("bull:name:").
+local function enqueueReadyJob(qk, jobId, priority, lifo, prevState)
+  pushReady(qk, jobId, priority, lifo)
   local maxEvents = getOrSetMaxEvents(qk .. "meta")
   if prevState then
     rcall("XADD", qk .. "events", "MAXLEN", "~", maxEvents, "*", "event", "waiting",
