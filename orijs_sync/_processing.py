@@ -2,10 +2,10 @@
 in one script call (which may also hand back the next job)."""
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import traceback
-import uuid
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
@@ -13,6 +13,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_e
 from . import errors
 from ._util import dumps, now_ms
 from .job import Job
+from .job_scheduler import schedule_next
 from .options import keep_jobs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,6 +68,7 @@ class JobRunner:
     def __init__(self, worker: "Worker") -> None:
         self.w = worker
         self.keys = worker.keys
+        self._tokens = itertools.count(1)   # next() on a count is atomic under the GIL
 
     def run_script(self, name: str, keys: List[str], args: List[Any]) -> Any:
         """Run a finishing script, retrying through a Redis blip for up to one lock
@@ -80,7 +82,7 @@ class JobRunner:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def new_token(self) -> str:
-        return f"{self.w.id}:{uuid.uuid4().hex[:12]}"
+        return f"{self.w.id}:{next(self._tokens)}"
 
     def finish_opts(self, job: Job, target: str, fetch_next: bool) -> Dict[str, Any]:
         kept = job.opts.get("removeOnComplete" if target == "completed" else "removeOnFail")
@@ -102,6 +104,7 @@ class JobRunner:
         """Run the handler and record the outcome; returns the next job if one was taken."""
         self.w._track(job)
         try:
+            schedule_next(job)  # a scheduler's run: schedule the next one, as BullMQ workers do
             self.w._emit("active", job)
             if job.deferred_failure:
                 return self.fail(job, errors.UnrecoverableError(job.deferred_failure), fetch_next)

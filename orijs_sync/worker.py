@@ -336,10 +336,9 @@ class Worker:
             self._active[job.id] = job
 
     def _untrack(self, job: Job) -> None:
-        with self._cv:
+        with self._cv:   # no notify: the slot, freed at the chain's end, is what waiters need
             if self._active.get(job.id) is job:
                 del self._active[job.id]
-            self._cv.notify_all()
 
     # -- lock renewal and stalled checks -----------------------------------
     def _renew_locks(self) -> None:
