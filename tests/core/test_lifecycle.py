@@ -251,3 +251,9 @@ def test_manual_rate_limit_from_a_handler(queue, redis_url, qname):
     assert queue.get_job(job.id).attempts_made == 1
     with pytest.raises(errors.InvalidStateError):
         Worker(qname, handler).rate_limit(1)
+
+
+def test_timestamp_option_is_stored_as_given(queue):
+    job = queue.add("x", {}, timestamp=1_700_000_000_000)
+    assert job.timestamp == 1_700_000_000_000
+    assert queue.get_job(job.id).timestamp == 1_700_000_000_000

@@ -17,7 +17,8 @@
  *   addBulk           {jobs: [{name, data, opts}]}      -> [id, ...]
  *   addFlow           {name, data, opts, children: [{name, data, opts, queue?}]}
  *                                                       -> {id, children: [id, ...]}
- *   work              {count, concurrency, workTimeout} -> {results: [...], timedOut}
+ *   work              {count, concurrency, workTimeout, workerOpts?} -> {results: [...], timedOut}
+ *                     workerOpts: extra BullMQ Worker options (stalledInterval, lockDuration...)
  *                     handler: names starting with "fail" throw Error(data.message || ...),
  *                     every other job returns {"echo": data}. Stops after `count` jobs reach a
  *                     final state (completed, or failed with no retry left).
@@ -181,7 +182,7 @@ const commands = {
         autorun: false,
         // A short drain delay so close() does not wait long on the blocking call.
         drainDelay: 1,
-      }),
+      }, args.workerOpts || {}),
     );
     closables.push(worker);
     worker.on('completed', (job, returnvalue) => {
