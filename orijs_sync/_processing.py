@@ -1,12 +1,14 @@
-"""What a worker does with one job: run the handler, then complete, retry or fail it
-in one script call (which may also hand back the next job)."""
+"""What a worker does with its jobs: run the handler and turn the result into an
+:class:`Outcome`; outcomes are then written many at a time, in one script call
+that also takes the next jobs (see ``Worker``'s finisher)."""
 from __future__ import annotations
 
 import itertools
 import logging
 import random
 import traceback
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
@@ -62,8 +64,19 @@ def error_fields(job: Job, exc: BaseException) -> Tuple[str, List[str]]:
     return reason, stack
 
 
+@dataclass
+class Outcome:
+    """A finished attempt waiting to be written: completed, or failed for good."""
+
+    job: Job
+    target: str                    # "completed" | "failed"
+    value: str                     # the returnvalue's JSON text, or the failedReason
+    fields: List[str] = field(default_factory=list)   # extra job fields (stacktrace...)
+    result: Any = None             # the Python return value, or the exception
+
+
 class JobRunner:
-    """Runs jobs for one worker; thread-safe (each call works on its own job)."""
+    """Runs jobs for one worker; thread-safe (each call works on its own jobs)."""
 
     def __init__(self, worker: "Worker") -> None:
         self.w = worker
@@ -73,6 +86,10 @@ class JobRunner:
     def run_script(self, name: str, keys: List[str], args: List[Any]) -> Any:
         """Run a finishing script, retrying through a Redis blip for up to one lock
         duration, so that a finished job's outcome is not lost to a reconnect."""
+        try:
+            return self.w.scripts.run(name, keys, args)
+        except errors.ConnectionError:
+            pass
         retrying = Retrying(retry=retry_if_exception_type(errors.ConnectionError),
                             wait=wait_exponential(multiplier=0.05, max=2),
                             stop=stop_after_delay(self.w.lock_duration_ms / 1000.0), reraise=True)
@@ -84,59 +101,43 @@ class JobRunner:
     def new_token(self) -> str:
         return f"{self.w.id}:{next(self._tokens)}"
 
-    def finish_opts(self, job: Job, target: str, fetch_next: bool) -> Dict[str, Any]:
-        kept = job.opts.get("removeOnComplete" if target == "completed" else "removeOnFail")
-        if kept is None:
-            kept = self.w.remove_on_complete if target == "completed" else self.w.remove_on_fail
-        opts: Dict[str, Any] = {"token": job.token, "keepJobs": keep_jobs(kept),
-                                "attempts": job.attempts,
+    def fetch_opts(self, count: int) -> Dict[str, Any]:
+        """Options of the scripts that take jobs: one lock token per job."""
+        opts: Dict[str, Any] = {"tokens": [self.new_token() for _ in range(count)],
                                 "lockDuration": self.w.lock_duration_ms}
-        if fetch_next:
-            opts["nextToken"] = self.new_token()
-            if self.w.limiter:
-                opts["limiter"] = self.w.limiter
-            if self.w.worker_name:
-                opts["name"] = self.w.worker_name
+        if self.w.limiter:
+            opts["limiter"] = self.w.limiter
+        if self.w.worker_name:
+            opts["name"] = self.w.worker_name
         return opts
 
     # -- one job -----------------------------------------------------------
-    def process(self, job: Job, fetch_next: bool) -> Optional[Job]:
-        """Run the handler and record the outcome; returns the next job if one was taken."""
-        self.w._track(job)
+    def process(self, job: Job) -> Optional[Outcome]:
+        """Run the handler. Returns the outcome to write, or None when the job was
+        already moved (retried, delayed, waiting for children, rate limited)."""
+        schedule_next(job)  # a scheduler's run: schedule the next one, as BullMQ workers do
+        self.w._emit("active", job)
+        if job.deferred_failure:
+            return self.failure(job, errors.UnrecoverableError(job.deferred_failure))
         try:
-            schedule_next(job)  # a scheduler's run: schedule the next one, as BullMQ workers do
-            self.w._emit("active", job)
-            if job.deferred_failure:
-                return self.fail(job, errors.UnrecoverableError(job.deferred_failure), fetch_next)
-            try:
-                result = self.w.processor(job)
-            except errors.DelayedError:
-                return None
-            except errors.WaitingChildrenError:
-                return None
-            except errors.RateLimitError:
-                self.w._move_back_to_wait(job)
-                return None
-            except Exception as exc:  # noqa: BLE001 - handler errors become the job's failure
-                return self.fail(job, exc, fetch_next)
-            if job._moved:
-                return None
-            return self.complete(job, result, fetch_next)
-        finally:
-            self.w._untrack(job)
-
-    def complete(self, job: Job, result: Any, fetch_next: bool) -> Optional[Job]:
+            result = self.w.processor(job)
+        except (errors.DelayedError, errors.WaitingChildrenError):
+            return None
+        except errors.RateLimitError:
+            self.w._move_back_to_wait(job)
+            return None
+        except Exception as exc:  # noqa: BLE001 - handler errors become the job's failure
+            return self.failure(job, exc)
+        if job._moved:
+            return None
         try:
             text = dumps(result, f"return value of job {job.id}")
         except TypeError as exc:
-            return self.fail(job, errors.UnrecoverableError(str(exc)), fetch_next)
-        reply = self._finish(job, "completed", text, fetch_next, [])
-        if reply is not False:
-            job.returnvalue = result
-            self.w._emit("completed", job, result)
-        return reply or None
+            return self.failure(job, errors.UnrecoverableError(str(exc)))
+        return Outcome(job, "completed", text, result=result)
 
-    def fail(self, job: Job, exc: BaseException, fetch_next: bool) -> Optional[Job]:
+    def failure(self, job: Job, exc: BaseException) -> Optional[Outcome]:
+        """A failed attempt: retried now (returns None) or failed for good (an Outcome)."""
         reason, stack = error_fields(job, exc)
         job.failed_reason, job.stacktrace = reason, stack
         fields = ["failedReason", reason, "stacktrace", dumps(stack)]
@@ -147,10 +148,7 @@ class JobRunner:
                 self._retry(job, delay, fields)
                 self.w._emit("failed", job, exc)
                 return None
-        reply = self._finish(job, "failed", reason, fetch_next, fields)
-        if reply is not False:
-            self.w._emit("failed", job, exc)
-        return reply or None
+        return Outcome(job, "failed", reason, fields, exc)
 
     @staticmethod
     def _should_retry(job: Job, exc: BaseException) -> bool:
@@ -166,23 +164,29 @@ class JobRunner:
                 [k.base, job.id, now, job.token, now + delay_ms, "0", dumps(fields)])
         else:
             code = self.run_script("retryJob", [job.key, k.active, k.events, k.stalled],
-                                      [k.base, job.id, now_ms(), job.token, dumps(fields)])
+                                   [k.base, job.id, now_ms(), job.token, dumps(fields)])
         self._check(job, code, "retry")
 
-    def _finish(self, job: Job, target: str, value: str, fetch_next: bool,
-                fields: List[str]) -> Any:
-        """Returns the next Job, None when there is none, or False when the write was refused."""
+    # -- many jobs ---------------------------------------------------------
+    def finish(self, outcomes: Sequence[Outcome], fetch: int) -> List[Job]:
+        """Write the outcomes in one script call that also takes up to ``fetch`` next
+        jobs; emits completed/failed for each outcome written; returns the next jobs."""
         k = self.keys
-        opts = self.finish_opts(job, target, fetch_next)
-        reply = self.run_script(
-            "moveToFinished",
-            [job.key, k.active, k.events, k.meta, k.key(target), k.stalled],
-            [k.base, job.id, now_ms(), target, value, "1" if fetch_next else "0",
-             dumps(opts), dumps(fields)])
-        if isinstance(reply, list):
-            fields_list, job_id, token = reply
-            return self.w._job_from_reply(fields_list, job_id, token)
-        return None if self._check(job, reply, target) else False
+        args: List[Any] = [k.base, now_ms(), fetch, dumps(self.fetch_opts(fetch)), len(outcomes)]
+        for o in outcomes:
+            kept = o.job.opts.get("removeOnComplete" if o.target == "completed" else "removeOnFail")
+            if kept is None:
+                kept = self.w.remove_on_complete if o.target == "completed" else self.w.remove_on_fail
+            args += [o.job.id, o.job.token, o.target, o.value, dumps(o.fields),
+                     dumps(keep_jobs(kept)), o.job.attempts]
+        codes, jobs = self.run_script("moveToFinished", [k.active, k.events, k.meta, k.stalled],
+                                      args)
+        for o, code in zip(outcomes, codes):
+            if self._check(o.job, code, o.target):
+                if o.target == "completed":
+                    o.job.returnvalue = o.result
+                self.w._emit(o.target, o.job, o.result)
+        return [self.w._job_from_reply(f, i, t) for f, i, t in jobs]
 
     def _check(self, job: Job, code: Any, what: str) -> bool:
         if isinstance(code, int) and code < 0:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 SUFFIXES = (
     "wait", "active", "paused", "prioritized", "pc", "delayed", "marker",
@@ -22,6 +23,9 @@ class QueueKeys:
             raise ValueError("queue name must be a non-empty string")
         if not self.prefix:
             raise ValueError("prefix must be a non-empty string")
+        base = f"{self.prefix}:{self.name}:"
+        for suffix in SUFFIXES:   # plain attributes: read on every job
+            object.__setattr__(self, suffix.replace("-", "_"), base + suffix)
 
     @property
     def base(self) -> str:
@@ -32,11 +36,8 @@ class QueueKeys:
         """``"{prefix}:{queue}"``, the form BullMQ stores in a job's ``parent.queueKey``."""
         return f"{self.prefix}:{self.name}"
 
-    def __getattr__(self, item: str) -> str:  # only reached for names not defined above
-        suffix = item.replace("_", "-")
-        if suffix in SUFFIXES:
-            return self.base + suffix
-        raise AttributeError(item)
+    if TYPE_CHECKING:  # set in __post_init__, one per suffix
+        def __getattr__(self, item: str) -> str: ...
 
     def key(self, suffix: str) -> str:
         return self.base + suffix

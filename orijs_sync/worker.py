@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from . import errors
 from . import options as job_options
-from ._processing import BackoffStrategy, JobRunner
+from ._processing import BackoffStrategy, JobRunner, Outcome
 from ._roles import Periodic, Role
 from ._util import Seconds, dumps, now_ms, to_seconds
 from .connection import ConnectionLike, as_connection
@@ -63,6 +63,46 @@ class _Fetcher(Role):
 
     def interrupt(self) -> None:
         self.blocking.interrupt()
+
+
+class _Finisher(Role):
+    """Writes finished jobs' outcomes many per script call, and hands the next jobs
+    that call took to the pool. Outcomes wait here, never in a handler thread."""
+
+    name = "finisher"
+    max_batch = 100
+
+    def __init__(self, worker: "Worker") -> None:
+        super().__init__(worker._stop)
+        self.w = worker
+        self._cv = threading.Condition()     # guards _pending
+        self._pending: List[Outcome] = []
+
+    def submit(self, outcome: Outcome) -> None:
+        with self._cv:
+            self._pending.append(outcome)
+            self._cv.notify()
+
+    def loop(self) -> None:
+        with self._cv:
+            if not self._pending:
+                self._cv.wait(0.5)
+            batch = self._pending[:self.max_batch]
+            del self._pending[:len(batch)]
+        if not batch:
+            return
+        fetch = len(batch) if self.w._fetch_next_allowed() else 0
+        try:
+            next_jobs = self.w._runner.finish(batch, fetch)
+        except Exception:
+            with self._cv:       # keep them: written on the next try (the role backs off)
+                self._pending[:0] = batch
+            raise
+        self.w._after_finish(batch, next_jobs)
+
+    def interrupt(self) -> None:
+        with self._cv:
+            self._cv.notify_all()
 
 
 class Worker:
@@ -168,9 +208,10 @@ class Worker:
         self._executor = ThreadPoolExecutor(self.concurrency,
                                             thread_name_prefix=f"orijs-worker-{self.name}")
         fetcher = _Fetcher(self)
+        self._finisher = _Finisher(self)
         renewer = Periodic(self._stop, "lock-renewer", self.lock_duration_ms / 2000.0,
                            self._renew_locks)
-        self._roles = [fetcher, renewer]
+        self._roles = [fetcher, self._finisher, renewer]
         if not self.skip_stalled_check:
             self._roles.append(Periodic(self._stop, "stalled-checker", self.stalled_interval,
                                         self._check_stalled))
@@ -292,15 +333,10 @@ class Worker:
                 self._cv.notify_all()
 
     def _move_to_active(self, count: int) -> "tuple[List[Job], int, int]":
-        tokens = [self._runner.new_token() for _ in range(count)]
-        opts: Dict[str, Any] = {"tokens": tokens, "lockDuration": self.lock_duration_ms}
-        if self.limiter:
-            opts["limiter"] = self.limiter
-        if self.worker_name:
-            opts["name"] = self.worker_name
         k = self.keys
         jobs_raw, ttl, next_delayed = self.scripts.run(
-            "moveToActive", [k.wait, k.active, k.marker], [k.base, now_ms(), dumps(opts), count])
+            "moveToActive", [k.wait, k.active, k.marker],
+            [k.base, now_ms(), dumps(self._runner.fetch_opts(count)), count])
         jobs = [self._job_from_reply(f, i, t) for f, i, t in jobs_raw]
         return jobs, int(ttl), int(next_delayed)
 
@@ -314,31 +350,46 @@ class Worker:
         assert self._executor is not None
         with self._cv:
             self._active[job.id] = job   # counted before the thread starts: close() waits for it
-        self._executor.submit(self._chain, job)
+        self._executor.submit(self._run, job)
 
-    def _chain(self, job: Optional[Job]) -> None:
-        """Process a job, then each next job its finishing call handed back."""
+    def _run(self, job: Job) -> None:
+        """Pool thread: run the handler; the outcome goes to the finisher, which keeps
+        the job's slot for the next job it takes. A job moved otherwise frees its slot."""
+        outcome = None
         try:
-            while job is not None:
-                job = self._runner.process(job, fetch_next=self._fetch_next_allowed())
-        except Exception:  # noqa: BLE001 - never lose the slot
-            log.exception("worker %s: unexpected error while finishing a job", self.name)
-        finally:
-            with self._cv:
-                self._free += 1
+            outcome = self._runner.process(job)
+        except Exception:  # noqa: BLE001 - e.g. Redis down while retrying: the job will stall
+            log.exception("worker %s: unexpected error while processing job %s", self.name, job.id)
+        if outcome is not None:
+            self._finisher.submit(outcome)
+            return
+        with self._cv:
+            self._forget(job)
+            self._free += 1
+            self._cv.notify_all()
+
+    def _after_finish(self, batch: List[Outcome], next_jobs: List[Job]) -> None:
+        """Finisher thread: the batch is written; its slots go to the next jobs, the rest are freed."""
+        with self._cv:
+            for outcome in batch:
+                self._forget(outcome.job)
+            for job in next_jobs:
+                self._active[job.id] = job
+            released = len(batch) - len(next_jobs)
+            if released:
+                self._free += released
                 self._cv.notify_all()
+        assert self._executor is not None
+        for job in next_jobs:
+            self._executor.submit(self._run, job)
+
+    def _forget(self, job: Job) -> None:
+        """Under ``_cv``: the job no longer needs its lock renewed."""
+        if self._active.get(job.id) is job:
+            del self._active[job.id]
 
     def _fetch_next_allowed(self) -> bool:
         return self._state == "running" and not self._paused
-
-    def _track(self, job: Job) -> None:
-        with self._cv:
-            self._active[job.id] = job
-
-    def _untrack(self, job: Job) -> None:
-        with self._cv:   # no notify: the slot, freed at the chain's end, is what waiters need
-            if self._active.get(job.id) is job:
-                del self._active[job.id]
 
     # -- lock renewal and stalled checks -----------------------------------
     def _renew_locks(self) -> None:

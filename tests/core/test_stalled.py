@@ -12,12 +12,14 @@ import time
 import pytest
 
 from orijs_sync import Worker
+from orijs_sync._processing import Outcome
 
 from core_helpers import wait_until
 
 CRASHY = """
 import sys, time
 from orijs_sync import Worker
+from orijs_sync._processing import Outcome
 def handler(job):
     open(sys.argv[2], "a").write(f"start {{job.id}}\\n")
     time.sleep(60)
@@ -86,7 +88,8 @@ def test_lost_lock_does_not_overwrite_the_new_owner(queue, redis_url, qname, r):
     r.set(queue.keys.lock(job.id), "another-worker:token", px=5000)   # another owner now
     errors_seen = []
     slow.on("error", errors_seen.append)
-    assert slow._runner.complete(stolen, "late result", fetch_next=False) is None
+    outcome = Outcome(stolen, "completed", '"late result"', result="late result")
+    assert slow._runner.finish([outcome], fetch=0) == []
     assert queue.get_job_state(job.id) == "active"
     assert queue.get_job(job.id).returnvalue is None
     assert r.get(queue.keys.lock(job.id)) == "another-worker:token"
