@@ -123,7 +123,7 @@ class FlowProducer:
         pipe = self.client.pipeline(transaction=True)
         for planned in ordered:
             planned.call.run(planned.queue.scripts, client=pipe)
-        results = pipe.execute()
+        results = [reply[0] for reply in pipe.execute()]   # addJob answers a list per call
         ids = {}
         for planned, result in zip(ordered, results):
             what = f"flow job {planned.call.name!r} ({planned.queue.name}:{planned.job_id})"

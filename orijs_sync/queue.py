@@ -21,33 +21,42 @@ COUNT_TYPES = ("waiting", "active", "completed", "failed", "delayed", "prioritiz
 
 
 class AddCall:
-    """The keys and arguments of one ``addJob`` script call (shared by Queue and flows)."""
+    """The arguments of one job in an ``addJob`` script call (shared by Queue and flows)."""
 
     def __init__(self, keys: QueueKeys, name: str, data: Any, opts: Dict[str, Any], *,
                  parent: Optional[Dict[str, Any]] = None, wait_children: bool = False,
                  repeat_job_key: Optional[str] = None) -> None:
         if not isinstance(name, str):
             raise TypeError(f"job name must be a string, not {type(name).__name__}")
-        self.data_text = dumps(data, f"data of job {name!r}")
         self.keys = keys
         self.name = name
         self.data = data
         self.opts = opts
         self.timestamp = int(opts.get("timestamp") or now_ms())
-        args: Dict[str, Any] = {"jobId": opts.get("jobId") or "", "name": name,
-                                "timestamp": self.timestamp, "waitChildren": wait_children,
-                                "rjk": repeat_job_key}
+        parent_key = deps_key = parent_text = ""
         if parent:
             parent_key = f"{parent['queueKey']}:{parent['id']}"
-            args.update(parentKey=parent_key, parentDepsKey=f"{parent_key}:dependencies",
-                        parent={k: v for k, v in parent.items()})
-        self.args_text = dumps(args)
-        self.opts_text = dumps(opts, "job options")
+            deps_key = f"{parent_key}:dependencies"
+            parent_text = dumps(parent)
+        self.args = [opts.get("jobId") or "", name, self.timestamp,
+                     dumps(data, f"data of job {name!r}"), dumps(opts, "job options"),
+                     parent_key, parent_text, deps_key, repeat_job_key or "",
+                     "1" if wait_children else ""]
+
+    @staticmethod
+    def run_batch(calls: Sequence["AddCall"], scripts: Scripts, client: Any = None) -> Any:
+        """One script call adding every job of ``calls`` (all of one queue)."""
+        k = calls[0].keys
+        args: List[Any] = [k.base, len(calls)]
+        for call in calls:
+            args += call.args
+        return scripts.run("addJob", [k.meta, k.id, k.events], args, client=client)
 
     def run(self, scripts: Scripts, client: Any = None) -> Any:
-        k = self.keys
-        return scripts.run("addJob", [k.meta, k.id, k.events],
-                           [k.base, self.args_text, self.data_text, self.opts_text], client=client)
+        """Add this job alone; returns its id or a negative code (inside a pipeline,
+        the pipeline's reply for it is a one-item list)."""
+        reply = self.run_batch([self], scripts, client)
+        return reply[0] if isinstance(reply, list) else reply
 
     def job(self, queue: "Queue", job_id: str) -> Job:
         return Job(queue, str(job_id), self.name, self.data, self.opts, self.timestamp)
@@ -108,7 +117,7 @@ class Queue(QueueControlMixin, SchedulerQueueMixin):
         return call.job(self, job_id)
 
     def add_bulk(self, jobs: Iterable[Mapping[str, Any]]) -> List[Job]:
-        """Add many jobs in one round trip (one transaction): ``[{"name", "data", "opts"}]``."""
+        """Add many jobs in one round trip (one atomic script call): ``[{"name", "data", "opts"}]``."""
         calls = []
         for i, spec in enumerate(jobs):
             if not isinstance(spec, Mapping) or "name" not in spec:
@@ -116,10 +125,7 @@ class Queue(QueueControlMixin, SchedulerQueueMixin):
             calls.append(self._add_call(spec["name"], spec.get("data", {}), spec.get("opts") or {}))
         if not calls:
             return []
-        pipe = self.client.pipeline(transaction=True)
-        for call in calls:
-            call.run(self.scripts, client=pipe)
-        results = pipe.execute()
+        results = AddCall.run_batch(calls, self.scripts)
         return [call.job(self, check_add_result(r, f"job {call.name!r}"))
                 for call, r in zip(calls, results)]
 
