@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -81,7 +82,7 @@ class QueueEvents:
 
     def __init__(self, names: Union[str, Sequence[str]], connection: ConnectionLike = None, *,
                  prefix: str = "bull", last_event_id: str = "$", block_timeout: float = 1.0,
-                 autorun: bool = True) -> None:
+                 recent_outcomes: int = 4096, autorun: bool = True) -> None:
         self.prefix = prefix
         self.connection = as_connection(connection)
         self._owns_connection = self.connection is not connection
@@ -93,6 +94,10 @@ class QueueEvents:
         self._listeners: Dict[str, List[Callable[..., Any]]] = {}
         self._raw_listeners: List[Callable[[QueueEvent], Any]] = []
         self._waiters: Dict[Tuple[str, str], List[Future]] = {}
+        # Outcomes seen lately, for waits that start after their job finished (and was
+        # perhaps removed on completion): bounded, oldest dropped first.
+        self._recent: "OrderedDict[Tuple[str, str], QueueEvent]" = OrderedDict()
+        self._recent_max = recent_outcomes
         self._stop = threading.Event()
         self._tailer: Optional[_Tailer] = None
         self._closed = False
@@ -176,13 +181,15 @@ class QueueEvents:
 
     # -- waiting for one job -----------------------------------------------
     def _settle_waiters(self, ev: QueueEvent) -> None:
+        key = (ev.queue, ev.job_id or "")
         with self._lock:
-            futures = self._waiters.pop((ev.queue, ev.job_id or ""), [])
+            futures = self._waiters.pop(key, [])
+            self._recent[key] = ev
+            self._recent.move_to_end(key)
+            while len(self._recent) > self._recent_max:
+                self._recent.popitem(last=False)
         for fut in futures:
-            if ev.event == "completed":
-                _set(fut, result=ev.value)
-            else:
-                _set(fut, exc=errors.JobFailed(ev.fields.get("failedReason", ""), ev.job_id))
+            _settle_from_event(fut, ev)
 
     def wait_for_job(self, queue: Any, job_id: str, timeout: Optional[float] = None) -> Any:
         """The job's return value once it completes; raises ``JobFailed`` if it fails,
@@ -206,7 +213,12 @@ class QueueEvents:
             raise ValueError(f"QueueEvents does not watch queue {queue.name!r}")
         fut: "Future[Any]" = Future()
         with self._lock:
-            self._waiters.setdefault((queue.name, str(job_id)), []).append(fut)
+            seen = self._recent.get((queue.name, str(job_id)))
+            if seen is None:
+                self._waiters.setdefault((queue.name, str(job_id)), []).append(fut)
+        if seen is not None:
+            _settle_from_event(fut, seen)
+            return fut
         # The job may have finished before we registered: look once in Redis.
         fields = queue.client.hmget(queue.keys.job(job_id), "finishedOn", "returnvalue",
                                     "failedReason")
@@ -255,6 +267,13 @@ class QueueEvents:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _settle_from_event(fut: "Future[Any]", ev: QueueEvent) -> None:
+    if ev.event == "completed":
+        _set(fut, result=ev.value)
+    else:
+        _set(fut, exc=errors.JobFailed(ev.fields.get("failedReason", ""), ev.job_id))
 
 
 def _set(fut: "Future[Any]", result: Any = None, exc: Optional[BaseException] = None) -> None:

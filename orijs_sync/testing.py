@@ -46,7 +46,17 @@ class RedisServer:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def start(self, timeout: float = 10.0) -> "RedisServer":
+    def start(self, timeout: float = 10.0, attempts: int = 5) -> "RedisServer":
+        """Start the server; a port taken by another process between our probe and
+        the server's bind is detected (the PID answering is not ours) and retried."""
+        for attempt in range(attempts):
+            if attempt:
+                self.port = _free_port()
+            if self._start_once(timeout):
+                return self
+        raise RuntimeError(f"redis-server did not start after {attempts} tries")
+
+    def _start_once(self, timeout: float) -> bool:
         self._dir = tempfile.TemporaryDirectory(prefix="orijs-redis-")
         self._proc = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
@@ -56,17 +66,17 @@ class RedisServer:
         deadline = time.monotonic() + timeout
         client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
         try:
-            while True:
+            while self._proc.poll() is None and time.monotonic() < deadline:
                 try:
-                    client.ping()
-                    return self
+                    if int(client.info("server")["process_id"]) == self._proc.pid:
+                        return True
+                    break      # another process's server holds the port
                 except redis.exceptions.ConnectionError:
-                    if self._proc.poll() is not None or time.monotonic() > deadline:
-                        self.stop()
-                        raise RuntimeError(f"redis-server did not start on port {self.port}")
                     time.sleep(0.05)
         finally:
             client.close()
+        self.stop()
+        return False
 
     def kill(self) -> None:
         """Kill -9 the server (fault tests)."""

@@ -1,6 +1,8 @@
 """QueueEvents: one thread over many streams, listeners and waits."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from orijs_sync import Queue, QueueEvents, Worker, errors
@@ -79,3 +81,27 @@ def test_close_fails_pending_waits(queue, redis_url, qname):
         fut.result(timeout=1)
     with pytest.raises(errors.ShutdownError):
         ev.job_future(queue, "1")
+
+
+def test_wait_on_a_job_finished_and_removed_before_the_wait_began(queue, events, redis_url,
+                                                                  qname, r):
+    job = queue.add("x", {"v": 5}, remove_on_complete=True)
+    failing = queue.add("x", {"v": 0}, remove_on_fail=True)
+    with Worker(qname, lambda j: 10 // j.data["v"], connection=redis_url):
+        wait_until(lambda: not r.exists(queue.keys.job(job.id), queue.keys.job(failing.id)))
+    wait_until(lambda: (qname, failing.id) in events._recent)
+    # The hashes are gone; the events thread saw both outcomes and remembers them.
+    assert job.wait_until_finished(events, timeout=1) == 2
+    with pytest.raises(errors.JobFailed, match="division"):
+        failing.wait_until_finished(events, timeout=1)
+
+
+def test_recent_outcomes_are_bounded(redis_url, qname):
+    with QueueEvents(qname, connection=redis_url, recent_outcomes=10) as ev, \
+            Queue(qname, connection=redis_url) as q:
+        q.add_bulk([{"name": "x", "data": {}} for _ in range(30)])
+        with Worker(qname, lambda j: None, connection=redis_url, concurrency=4):
+            wait_until(lambda: q.get_job_counts("completed")["completed"] == 30)
+        wait_until(lambda: len(ev._recent) == 10)
+        time.sleep(0.2)
+        assert len(ev._recent) == 10
