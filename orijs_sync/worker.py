@@ -75,13 +75,20 @@ class _Finisher(Role):
     def __init__(self, worker: "Worker") -> None:
         super().__init__(worker._stop)
         self.w = worker
-        self._cv = threading.Condition()     # guards _pending
+        self._cv = threading.Condition()     # guards _pending and _busy
         self._pending: List[Outcome] = []
+        self._busy = 0                       # writes under way (here or inline)
 
-    def submit(self, outcome: Outcome) -> None:
+    def submit(self, outcome: Outcome, alone: bool) -> bool:
+        """Queue an outcome; returns False (queuing nothing) when the job is ``alone``
+        (the worker's only one) and the finisher idle: the caller then writes it
+        itself, saving a thread hop when jobs come one at a time."""
         with self._cv:
+            if alone and not self._pending and not self._busy:
+                return False
             self._pending.append(outcome)
             self._cv.notify()
+            return True
 
     def loop(self) -> None:
         with self._cv:
@@ -89,15 +96,24 @@ class _Finisher(Role):
                 self._cv.wait(0.5)
             batch = self._pending[:self.max_batch]
             del self._pending[:len(batch)]
-        if not batch:
-            return
-        fetch = len(batch) if self.w._fetch_next_allowed() else 0
+        if batch:
+            self.write(batch)
+
+    def write(self, batch: List[Outcome]) -> None:
+        """Write a batch and hand its slots on (finisher thread, or a pool thread inline)."""
+        with self._cv:
+            self._busy += 1
         try:
+            fetch = len(batch) if self.w._fetch_next_allowed() else 0
             next_jobs = self.w._runner.finish(batch, fetch)
         except Exception:
             with self._cv:       # keep them: written on the next try (the role backs off)
                 self._pending[:0] = batch
+                self._cv.notify()
             raise
+        finally:
+            with self._cv:
+                self._busy -= 1
         self.w._after_finish(batch, next_jobs)
 
     def interrupt(self) -> None:
@@ -361,7 +377,14 @@ class Worker:
         except Exception:  # noqa: BLE001 - e.g. Redis down while retrying: the job will stall
             log.exception("worker %s: unexpected error while processing job %s", self.name, job.id)
         if outcome is not None:
-            self._finisher.submit(outcome)
+            with self._cv:
+                alone = len(self._active) == 1
+            if not self._finisher.submit(outcome, alone):
+                try:
+                    self._finisher.write([outcome])
+                except Exception:  # noqa: BLE001 - kept by the finisher, written on its next try
+                    log.warning("worker %s: writing job %s failed; the finisher retries it",
+                                self.name, job.id, exc_info=True)
             return
         with self._cv:
             self._forget(job)
@@ -401,6 +424,8 @@ class Worker:
         lost = self.scripts.run("extendLocks", [k.stalled],
                                 [k.base, dumps([s[0] for s in snapshot]),
                                  dumps([s[1] for s in snapshot]), self.lock_duration_ms])
+        with self._cv:   # a job that finished meanwhile is not lost
+            lost = [i for i in lost if i in self._active and self._active[i].token == dict(snapshot)[i]]
         for job_id in lost:
             log.warning("worker %s lost the lock of job %s; its result will not be written",
                         self.name, job_id)
