@@ -1,0 +1,108 @@
+"""``orijs-sync``: inspect queues and jobs, run a worker from ``module:function``.
+
+    orijs-sync --url redis://127.0.0.1:6379/0 counts emails
+    orijs-sync job emails 42
+    orijs-sync jobs emails --state failed --limit 20
+    orijs-sync worker emails myapp.tasks:send_email --concurrency 16
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import os
+import sys
+from typing import Any, Callable, List, Optional, Sequence
+
+from . import errors
+from .queue import Queue
+from .worker import Worker
+
+
+def load_callable(spec: str) -> Callable[..., Any]:
+    """``"package.module:function"`` -> the function."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"expected module:function, got {spec!r}")
+    target: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        target = getattr(target, part)
+    if not callable(target):
+        raise ValueError(f"{spec} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+def _print(value: Any) -> None:
+    print(json.dumps(value, indent=2, sort_keys=True, default=str))
+
+
+def _counts(args: argparse.Namespace, queue: Queue) -> int:
+    _print({**queue.get_job_counts(), "paused": queue.is_paused()}
+           if args.with_state else queue.get_job_counts())
+    return 0
+
+
+def _job(args: argparse.Namespace, queue: Queue) -> int:
+    job = queue.get_job(args.job_id)
+    if job is None:
+        print(f"no job {args.job_id} in queue {queue.name}", file=sys.stderr)
+        return 1
+    _print({**job.to_dict(), "state": job.get_state()})
+    return 0
+
+
+def _jobs(args: argparse.Namespace, queue: Queue) -> int:
+    jobs = queue.get_jobs([args.state], 0, args.limit - 1)
+    _print([{"id": j.id, "name": j.name, "attemptsMade": j.attempts_made,
+             "failedReason": j.failed_reason} for j in jobs])
+    return 0
+
+
+def _worker(args: argparse.Namespace, queue: Queue) -> int:
+    handler = load_callable(args.handler)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    Worker(queue.name, handler, connection=args.url, prefix=args.prefix,
+           concurrency=args.concurrency).run()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="orijs-sync", description=__doc__.splitlines()[0])
+    parser.add_argument("--url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
+                        help="Redis URL (default: $REDIS_URL or localhost)")
+    parser.add_argument("--prefix", default="bull", help="key prefix (default: bull)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("counts", help="job counts per state")
+    p.add_argument("queue")
+    p.add_argument("--with-state", action="store_true", help="also say whether it is paused")
+    p.set_defaults(run=_counts)
+    p = sub.add_parser("job", help="one job's fields and state")
+    p.add_argument("queue")
+    p.add_argument("job_id")
+    p.set_defaults(run=_job)
+    p = sub.add_parser("jobs", help="jobs in one state")
+    p.add_argument("queue")
+    p.add_argument("--state", default="failed")
+    p.add_argument("--limit", type=int, default=20)
+    p.set_defaults(run=_jobs)
+    p = sub.add_parser("worker", help="process a queue with module:function until SIGINT/SIGTERM")
+    p.add_argument("queue")
+    p.add_argument("handler", help="module:function taking a Job")
+    p.add_argument("--concurrency", type=int, default=1)
+    p.set_defaults(run=_worker)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        with Queue(args.queue, connection=args.url, prefix=args.prefix) as queue:
+            return int(args.run(args, queue))
+    except (errors.OrijsError, ValueError, ImportError, AttributeError) as exc:
+        print(f"orijs-sync: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
