@@ -10,8 +10,9 @@
           parent key, parent (JSON {id, queueKey, fpof...}), parent's
           dependencies key, repeat job key, "1" to wait for children
           ("" for each optional one left out)
-  Returns one result per job: its id, or -5 when its parent is missing, -7
-  when a job with that id belongs to another parent.
+  Returns one result per job: {id, 1 if that job existed already (a custom
+  id or a deduplication id in use) else 0}, or -5 when its parent is
+  missing, -7 when a job with that id belongs to another parent.
 ]]
 local rcall = redis.call
 --- @include "add_job"

@@ -22,9 +22,8 @@ else
   pending = rcall("SCARD", jobKey .. ":dependencies") > 0
 end
 if not pending then return 1 end
-local code = releaseLock(jobKey, KEYS[4], jobId, ARGV[2])
+local code = takeFromActive(jobKey, KEYS[2], KEYS[4], jobId, ARGV[2], "[]")
 if code < 0 then return code end
-if rcall("LREM", KEYS[2], -1, jobId) < 1 then return -3 end
 rcall("ZADD", KEYS[3], tonumber(ARGV[4]), jobId)
 rcall("XADD", KEYS[5], "*", "event", "waiting-children", "jobId", jobId, "prev", "active")
 return 0

@@ -105,8 +105,15 @@ class RedisConnection:
         client.address = self.address
         return client
 
-    def blocking_client(self) -> "BlockingClient":
-        return BlockingClient(self._make_client(dict(self._kwargs, max_connections=1)))
+    def blocking_client(self, longest_block: float) -> "BlockingClient":
+        """A client for blocking commands of up to ``longest_block`` seconds: its socket
+        timeout leaves them that long plus a margin (redis-py's default would cut
+        a longer block short)."""
+        kwargs = dict(self._kwargs, max_connections=1)
+        timeout = kwargs.get("socket_timeout")
+        if timeout is None or timeout < longest_block + 5:
+            kwargs["socket_timeout"] = longest_block + 5
+        return BlockingClient(self._make_client(kwargs))
 
     def ping(self) -> None:
         self.client.ping()
@@ -141,6 +148,12 @@ class BlockingClient:
                         sock.shutdown(socket.SHUT_RDWR)
                     except OSError:
                         pass
+
+    def take_interrupt(self) -> bool:
+        """True once after ``interrupt()``: the error that followed was ours."""
+        with self._lock:
+            interrupted, self._interrupted = self._interrupted, False
+            return interrupted
 
     def close(self) -> None:
         self.client.connection_pool.disconnect()

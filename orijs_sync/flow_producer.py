@@ -25,15 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from . import options as job_options
-from ._job_flow import children_keys
+from ._job_flow import PARENT_FLAGS, attach_to_parent, children_keys, parent_link
 from .connection import ConnectionLike, as_connection
 from .job import Job
 from .queue import AddCall, Queue, check_add_result
 
 NODE_KEYS = {"name", "queue_name", "data", "opts", "children", "prefix"}
-_PARENT_FLAGS = ("fpof", "cpof", "idof", "rdof")
-_FLAG_NAMES = {"fpof": "fail_parent_on_failure", "cpof": "continue_parent_on_failure",
-               "idof": "ignore_dependency_on_failure", "rdof": "remove_dependency_on_failure"}
 
 
 @dataclass
@@ -59,17 +56,7 @@ class _Planned:
     job_id: str
     children: List["_Planned"]
     parent_key: Optional[str]
-
-
-def _parent_link(parent: Any) -> Dict[str, str]:
-    """BullMQ's ``opts.parent``: ``{"id", "queue"}`` from a Job or that dict."""
-    if isinstance(parent, Job):
-        return {"id": parent.id, "queue": parent.queue.keys.queue_key}
-    if isinstance(parent, Mapping) and isinstance(parent.get("id"), str) \
-            and isinstance(parent.get("queue"), str) and parent["id"] and parent["queue"]:
-        return {"id": parent["id"], "queue": parent["queue"]}
-    raise ValueError("opts['parent'] must be a Job or {'id': job id, 'queue': "
-                     f"'{{prefix}}:{{queue name}}'}}, not {parent!r}")
+    stored_parent: Optional[Dict[str, Any]]
 
 
 class FlowProducer:
@@ -129,7 +116,7 @@ class FlowProducer:
             what = f"flow job {planned.call.name!r} ({planned.queue.name}:{planned.job_id})"
             if planned.parent_key:
                 what += f" with parent {planned.parent_key}"
-            ids[id(planned)] = check_add_result(result, what)
+            ids[id(planned)] = check_add_result(result, what)[0]
         return [self._node(plan, ids) for plan in plans]
 
     def _flatten(self, plan: _Planned, out: List[_Planned]) -> None:
@@ -141,15 +128,8 @@ class FlowProducer:
         job = plan.call.job(plan.queue, ids[id(plan)])
         if plan.parent_key:
             job.parent_key = plan.parent_key
-            job.parent = self._stored_parent(plan)
+            job.parent = plan.stored_parent
         return JobNode(job, [self._node(child, ids) for child in plan.children])
-
-    @staticmethod
-    def _stored_parent(plan: _Planned) -> Dict[str, Any]:
-        link = plan.call.opts["parent"]
-        stored: Dict[str, Any] = {"id": link["id"], "queueKey": link["queue"]}
-        stored.update({flag: True for flag in _PARENT_FLAGS if plan.call.opts.get(flag)})
-        return stored
 
     def _plan(self, node: Any, parent: Optional[Dict[str, str]], where: str) -> _Planned:
         if not isinstance(node, Mapping):
@@ -172,24 +152,23 @@ class FlowProducer:
         if link is not None:
             if parent is not None:
                 raise ValueError(f"{where} ({name!r}): only a flow's root may set opts['parent']")
-            parent = _parent_link(link)
+            parent = parent_link(link)
         opts = job_options.encode(raw_opts)
-        flags = [flag for flag in _PARENT_FLAGS if opts.get(flag)]
-        if len(flags) > 1:
-            raise ValueError(f"{where} ({name!r}): these options cannot be used together: "
-                             f"{', '.join(_FLAG_NAMES[f] for f in flags)}")
         job_id = opts.get("jobId") or str(uuid.uuid4())
         opts["jobId"] = job_id
-        stored_parent = None
+        stored_parent: Optional[Dict[str, Any]] = None
         parent_key = None
         if parent is not None:
-            if "de" in opts:
-                raise ValueError(f"{where} ({name!r}): deduplication and a parent cannot be "
-                                 "used together")
-            opts["parent"] = dict(parent)
-            stored_parent = {"id": parent["id"], "queueKey": parent["queue"]}
-            stored_parent.update({flag: True for flag in flags})
+            try:
+                stored_parent = attach_to_parent(parent, opts)
+            except ValueError as exc:
+                raise ValueError(f"{where} ({name!r}): {exc}") from None
             parent_key = f"{parent['queue']}:{parent['id']}"
+        else:
+            flags = [flag for flag in PARENT_FLAGS if opts.get(flag)]
+            if len(flags) > 1:
+                raise ValueError(f"{where} ({name!r}): these options cannot be used together: "
+                                 + ", ".join(PARENT_FLAGS[f] for f in flags))
         children = node.get("children") or []
         if not isinstance(children, (list, tuple)):
             raise ValueError(f"{where} ({name!r}): children must be a list of nodes")
@@ -199,7 +178,7 @@ class FlowProducer:
         me = {"id": job_id, "queue": queue.keys.queue_key}
         planned_children = [self._plan(child, me, f"{where}.children[{i}]")
                             for i, child in enumerate(children)]
-        return _Planned(queue, call, job_id, planned_children, parent_key)
+        return _Planned(queue, call, job_id, planned_children, parent_key, stored_parent)
 
     # -- reading -------------------------------------------------------------
     def get_flow(self, job_id: str, queue_name: str, depth: int = 10,

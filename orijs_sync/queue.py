@@ -62,12 +62,14 @@ class AddCall:
         return Job(queue, str(job_id), self.name, self.data, self.opts, self.timestamp)
 
 
-def check_add_result(result: Any, what: str) -> str:
+def check_add_result(result: Any, what: str) -> "tuple[str, bool]":
+    """``(job id, existed already)`` from one addJob result; raises on an error code."""
     if isinstance(result, int) and result < 0:
         reasons = {-5: "its parent job does not exist",
                    -7: "a job with that id exists with another parent"}
         raise errors.ScriptError(f"could not add {what}: {reasons.get(result, result)}", result)
-    return str(result)
+    job_id, existed = result
+    return str(job_id), bool(existed)
 
 
 class Queue(QueueControlMixin, SchedulerQueueMixin):
@@ -113,8 +115,7 @@ class Queue(QueueControlMixin, SchedulerQueueMixin):
         """Add one job. Options are keywords (``delay`` in seconds, ``priority``, ``attempts``,
         ``backoff``, ``job_id``, ``remove_on_complete``...). Nothing is written on bad input."""
         call = self._add_call(name, {} if data is None else data, opts)
-        job_id = check_add_result(call.run(self.scripts), f"job {name!r}")
-        return call.job(self, job_id)
+        return self._added(call, call.run(self.scripts))
 
     def add_bulk(self, jobs: Iterable[Mapping[str, Any]]) -> List[Job]:
         """Add many jobs in one round trip (one atomic script call): ``[{"name", "data", "opts"}]``."""
@@ -126,8 +127,16 @@ class Queue(QueueControlMixin, SchedulerQueueMixin):
         if not calls:
             return []
         results = AddCall.run_batch(calls, self.scripts)
-        return [call.job(self, check_add_result(r, f"job {call.name!r}"))
-                for call, r in zip(calls, results)]
+        return [self._added(call, result) for call, result in zip(calls, results)]
+
+    def _added(self, call: AddCall, result: Any) -> Job:
+        """The job an add gave: the one written, or the one already there (as stored)."""
+        job_id, existed = check_add_result(result, f"job {call.name!r}")
+        if existed:
+            job = self.get_job(job_id)
+            if job is not None:
+                return job
+        return call.job(self, job_id)
 
     # -- reading -----------------------------------------------------------
     def get_job(self, job_id: str) -> Optional[Job]:

@@ -56,15 +56,21 @@ class _Tailer(Role):
     def __init__(self, owner: "QueueEvents") -> None:
         super().__init__(owner._stop)
         self.owner = owner
-        self.blocking = owner.connection.blocking_client()
+        self.blocking = owner.connection.blocking_client(owner.block_timeout)
 
     def loop(self) -> None:
+        self.blocking.take_interrupt()
         streams = self.owner._stream_positions()
         if not streams:
             self.stop_event.wait(self.owner.block_timeout)
             return
-        reply = self.blocking.client.xread(streams, block=int(self.owner.block_timeout * 1000),
-                                           count=1000)
+        try:
+            reply = self.blocking.client.xread(streams, block=int(self.owner.block_timeout * 1000),
+                                               count=1000)
+        except errors.ConnectionError:
+            if self.blocking.take_interrupt():
+                return      # woken on purpose (a queue was added): read again at once
+            raise
         for stream, entries in reply or ():
             for entry_id, fields in entries:
                 self.owner._deliver(stream, entry_id, fields)
@@ -122,6 +128,8 @@ class QueueEvents:
         start = self._start_id(key)
         with self._lock:
             self._streams.setdefault(key, (name, start))
+        if self._tailer is not None:
+            self._tailer.interrupt()   # its XREAD in progress does not cover the new stream
 
     def remove_queue(self, name: str) -> None:
         with self._lock:

@@ -35,7 +35,7 @@ class _Fetcher(Role):
     def __init__(self, worker: "Worker") -> None:
         super().__init__(worker._fetch_stop)
         self.w = worker
-        self.blocking = worker.connection.blocking_client()
+        self.blocking = worker.connection.blocking_client(worker.drain_delay)
         self._next_delayed = 0
 
     def loop(self) -> None:

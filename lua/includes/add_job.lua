@@ -5,7 +5,8 @@
 ]]
 --- @include "enqueue"
 
--- Returns the job id, or -5 (parent missing), -7 (the id belongs to another parent).
+-- Returns {job id, 1 if the job existed already (nothing added) else 0}, or
+-- -5 (parent missing), -7 (the id belongs to another parent).
 local function addJob(qk, maxEvents, jobId, name, timestamp, data, optsJson, parentKey,
                       parentJson, parentDepsKey, repeatJobKey, waitChildren)
   local eventsKey = qk .. "events"
@@ -22,7 +23,7 @@ local function addJob(qk, maxEvents, jobId, name, timestamp, data, optsJson, par
       return -7
     end
     rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", "duplicated", "jobId", jobId)
-    return jobId
+    return {jobId, 1}
   end
 
   local de = opts["de"]
@@ -32,7 +33,7 @@ local function addJob(qk, maxEvents, jobId, name, timestamp, data, optsJson, par
     if held then
       rcall("XADD", eventsKey, "MAXLEN", "~", maxEvents, "*", "event", "deduplicated",
             "jobId", held, "deduplicationId", de["id"], "deduplicatedJobId", jobId)
-      return held
+      return {held, 1}
     end
     if de["ttl"] and tonumber(de["ttl"]) > 0 then
       rcall("SET", dedupKey, jobId, "PX", math.floor(tonumber(de["ttl"])))
@@ -69,5 +70,5 @@ local function addJob(qk, maxEvents, jobId, name, timestamp, data, optsJson, par
   if parentDepsKey then
     rcall("SADD", parentDepsKey, jobKey)
   end
-  return jobId
+  return {jobId, 0}
 end

@@ -113,3 +113,11 @@ def test_prefix_changes_every_key(redis_url, qname, r):
         job = q.add("x", {})
     assert r.exists(f"custom:{qname}:{job.id}") == 1
     assert r.exists(f"bull:{qname}:{job.id}") == 0
+
+
+def test_adding_an_existing_id_returns_the_job_as_stored(queue):
+    queue.add("first", {"v": 1}, job_id="same", attempts=2)
+    again = queue.add("second", {"v": 2}, job_id="same")
+    assert (again.name, again.data, again.attempts) == ("first", {"v": 1}, 2)
+    bulk = queue.add_bulk([{"name": "third", "data": {"v": 3}, "opts": {"job_id": "same"}}])
+    assert bulk[0].data == {"v": 1}

@@ -105,3 +105,15 @@ def test_recent_outcomes_are_bounded(redis_url, qname):
         wait_until(lambda: len(ev._recent) == 10)
         time.sleep(0.2)
         assert len(ev._recent) == 10
+
+
+def test_add_queue_takes_effect_at_once(redis_url, namespace):
+    first, second = f"a-{namespace}", f"b-{namespace}"
+    seen = []
+    with QueueEvents(first, connection=redis_url, block_timeout=30) as ev:
+        ev.on_event(lambda e: seen.append(e.queue))
+        time.sleep(0.2)              # the tailer is blocked on the first stream only
+        ev.add_queue(second)
+        with Queue(second, connection=redis_url) as q:
+            q.add("x", {})
+        wait_until(lambda: second in seen, 5)   # well before the 30 s block would end

@@ -197,3 +197,14 @@ def test_run_closes_gracefully_on_sigterm(queue, redis_url, qname, tmp_path):
             proc.kill()
     assert proc.returncode == 0 and "closed" in out
     assert queue.get_job(job.id).returnvalue == "finished"
+
+
+def test_an_idle_worker_outlasts_redis_py_socket_timeouts(queue, redis_url, qname):
+    errors_seen = []
+    worker = Worker(qname, lambda j: "late", connection=redis_url, drain_delay=6)
+    worker.on("error", errors_seen.append)
+    with worker:
+        time.sleep(6.5)      # one full block longer than redis-py's default socket timeout
+        job = queue.add("x", {})
+        wait_until(lambda: queue.get_job_state(job.id) == "completed", 5)
+    assert errors_seen == []
