@@ -1,0 +1,135 @@
+"""One timer thread with a heap: call functions at monotonic deadlines.
+
+Used for completion timeouts (one thread however many emits are pending), and by
+the in-process provider for delays, retries and schedules. Cancelling an entry
+is O(1) (it is marked, not removed); the heap is rebuilt when half of it is
+cancelled entries, so its size tracks the live entries and drops to zero when
+nothing is pending.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from typing import Any, Callable, List, Optional
+
+from .. import errors
+
+log = logging.getLogger(__name__)
+
+
+class TimerHandle:
+    """What :meth:`Timer.call_later` returns; pass it to :meth:`Timer.cancel`."""
+
+    __slots__ = ("deadline", "seq", "fn", "cancelled")
+
+    def __init__(self, deadline: float, seq: int, fn: Callable[[], Any]) -> None:
+        self.deadline = deadline
+        self.seq = seq
+        self.fn = fn
+        self.cancelled = False
+
+    def __lt__(self, other: "TimerHandle") -> bool:
+        return (self.deadline, self.seq) < (other.deadline, other.seq)
+
+
+class Timer:
+    """A daemon thread running callbacks at deadlines; callbacks must not block."""
+
+    def __init__(self, name: str = "orijs-timer") -> None:
+        self.name = name
+        self._cond = threading.Condition()   # guards _heap, _stale, _stopped
+        self._heap: List[TimerHandle] = []
+        self._stale = 0
+        self._seq = itertools.count()
+        self._stopped = False
+        self._thread: Optional[threading.Thread] = None
+
+    def start(self) -> "Timer":
+        with self._cond:
+            if self._stopped:
+                raise errors.ShutdownError(f"{self.name} is stopped")
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._thread.start()
+        return self
+
+    def call_later(self, delay: float, fn: Callable[[], Any]) -> TimerHandle:
+        """Run ``fn()`` on the timer thread after ``delay`` seconds."""
+        handle = TimerHandle(time.monotonic() + max(0.0, delay), next(self._seq), fn)
+        with self._cond:
+            if self._stopped:
+                raise errors.ShutdownError(f"{self.name} is stopped")
+            heapq.heappush(self._heap, handle)
+            if self._heap[0] is handle:
+                self._cond.notify()
+        return handle
+
+    def cancel(self, handle: Optional[TimerHandle]) -> bool:
+        """Cancel an entry that has not run; False if it ran or was cancelled already."""
+        if handle is None:
+            return False
+        with self._cond:
+            if handle.cancelled or handle.fn is None:
+                return False
+            handle.cancelled = True
+            handle.fn = None  # type: ignore[assignment]  # drop references at once
+            self._stale += 1
+            if self._stale * 2 >= len(self._heap):
+                self._heap = [h for h in self._heap if not h.cancelled]
+                heapq.heapify(self._heap)
+                self._stale = 0
+            return True
+
+    def __len__(self) -> int:
+        """Live (not yet run, not cancelled) entries."""
+        with self._cond:
+            return len(self._heap) - self._stale
+
+    @property
+    def heap_size(self) -> int:
+        """Entries held, cancelled ones included (for memory checks)."""
+        with self._cond:
+            return len(self._heap)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                fn = None
+                while fn is None:
+                    if self._stopped:
+                        return
+                    if not self._heap:
+                        self._cond.wait()
+                        continue
+                    top = self._heap[0]
+                    if top.cancelled:
+                        heapq.heappop(self._heap)
+                        self._stale -= 1
+                        continue
+                    wait = top.deadline - time.monotonic()
+                    if wait > 0:
+                        self._cond.wait(wait)
+                        continue
+                    heapq.heappop(self._heap)
+                    fn, top.fn = top.fn, None  # type: ignore[assignment]
+            try:
+                fn()
+            except Exception:  # noqa: BLE001 - one callback must not stop the timer
+                log.exception("%s: callback %r failed", self.name, fn)
+
+    def stop(self) -> None:
+        """Drop every entry without running it, stop the thread and join it."""
+        with self._cond:
+            self._stopped = True
+            for handle in self._heap:
+                handle.cancelled = True
+                handle.fn = None  # type: ignore[assignment]
+            self._heap = []
+            self._stale = 0
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()

@@ -1,0 +1,294 @@
+"""CompletionTracker: routes job completions back to the emitter, by correlation id.
+
+Flow (as in @orijs/bullmq): ``emit`` registers a pending completion *before*
+the job is added, adds the job, then maps the job id to the correlation id. One
+:class:`QueueEvents` (one thread, one ``XREAD`` over every queue watched here)
+delivers ``completed`` / ``failed`` / ``removed`` events; the tracker looks up
+the correlation ids waiting on that job and settles them. A job that finishes
+before its id is mapped leaves its outcome in the early-result buffer, which
+``map_job_id`` consumes. Outcomes are buffered only while some registration of
+that queue is still unmapped, so jobs of other processes leave nothing behind.
+
+Timeouts use one timer thread (a heap), not a timer per emit. Every map is
+guarded by ``_lock``; callbacks run outside it, exactly once per registration.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import CancelledError
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Type
+
+from .. import errors
+from .._util import to_seconds
+from ..queue_events import QueueEvent, QueueEvents
+from ._timer import Timer, TimerHandle
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CompletionTracker", "PendingCompletion", "EarlyResult"]
+
+OnSuccess = Callable[[Any], Any]
+OnError = Callable[[BaseException], Any]
+OnCancel = Callable[[], Any]
+
+DEFAULT_TIMEOUT = 30.0
+
+
+class PendingCompletion:
+    __slots__ = ("on_success", "on_error", "on_cancel", "timer", "job_id")
+
+    def __init__(self, on_success: OnSuccess, on_error: Optional[OnError],
+                 on_cancel: Optional[OnCancel]) -> None:
+        self.on_success = on_success
+        self.on_error = on_error
+        self.on_cancel = on_cancel
+        self.timer: Optional[TimerHandle] = None
+        self.job_id: Optional[str] = None
+
+
+class EarlyResult:
+    __slots__ = ("result", "is_failure")
+
+    def __init__(self, result: Any, is_failure: bool) -> None:
+        self.result = result
+        self.is_failure = is_failure
+
+
+class CompletionTracker:
+    """Request-response over a queue's events stream."""
+
+    def __init__(self, connection: Any = None, *, default_timeout: float = DEFAULT_TIMEOUT,
+                 prefix: str = "bull", queue_events_class: Type[QueueEvents] = QueueEvents,
+                 logger: Optional[logging.Logger] = None) -> None:
+        self.connection = connection
+        self.prefix = prefix
+        self.default_timeout: float = to_seconds(default_timeout, "default_timeout",
+                                                allow_none=False) or 0.0
+        self._queue_events_class = queue_events_class
+        self._log = logger or log
+        self._lock = threading.Lock()
+        # queue -> correlation id -> pending
+        self._pending: Dict[str, Dict[str, PendingCompletion]] = {}
+        # queue -> job id -> correlation ids (several when emits share an idempotency key)
+        self._job_ids: Dict[str, Dict[str, List[str]]] = {}
+        # queue -> job id -> outcome that arrived before the job id was mapped
+        self._early: Dict[str, Dict[str, EarlyResult]] = {}
+        # queue -> registrations whose job id is not mapped yet
+        self._unmapped: Dict[str, int] = {}
+        self._watched: Set[str] = set()
+        self._timer = Timer("orijs-completion-timeouts")
+        self._queue_events: Optional[QueueEvents] = None
+        self._started = False
+        self._stopped = False
+
+    # -- lifecycle ---------------------------------------------------------
+    def start(self) -> "CompletionTracker":
+        with self._lock:
+            if self._stopped:
+                raise errors.ShutdownError("CompletionTracker is stopped")
+            if self._started:
+                return self
+            self._started = True
+        qe = self._queue_events_class([], connection=self.connection, prefix=self.prefix)
+        qe.on_event(self._on_event)
+        self._timer.start()
+        with self._lock:
+            self._queue_events = qe
+        return self
+
+    def stop(self) -> None:
+        """Fail every pending completion with ``ShutdownError``, clear the maps, then
+        close the events thread and the timer thread (both joined). Idempotent."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            pendings = [p for by_corr in self._pending.values() for p in by_corr.values()]
+            self._pending.clear()
+            self._job_ids.clear()
+            self._early.clear()
+            self._unmapped.clear()
+            qe, self._queue_events = self._queue_events, None
+        self._timer.stop()
+        shutdown = errors.ShutdownError("CompletionTracker shutting down")
+        for p in pendings:
+            self._call(p.on_error, shutdown)
+        if qe is not None:
+            qe.close()
+
+    @property
+    def queue_events(self) -> Optional[QueueEvents]:
+        return self._queue_events
+
+    def watch(self, queue_name: str) -> None:
+        """Follow ``queue_name``'s events from now on (idempotent)."""
+        with self._lock:
+            self._check_running()
+            if queue_name in self._watched:
+                return
+            qe = self._queue_events
+        assert qe is not None
+        qe.add_queue(queue_name)
+        with self._lock:
+            self._watched.add(queue_name)
+
+    def _check_running(self) -> None:
+        if self._stopped:
+            raise errors.ShutdownError("CompletionTracker is stopped")
+        if not self._started:
+            raise errors.InvalidStateError("CompletionTracker is not started: call start()")
+
+    # -- registration ------------------------------------------------------
+    def register(self, queue_name: str, correlation_id: str, on_success: OnSuccess,
+                 on_error: Optional[OnError] = None, *, timeout: Optional[float] = None,
+                 on_cancel: Optional[OnCancel] = None) -> None:
+        """Wait for a job of ``queue_name``; ``timeout`` seconds (0 = none, None = default)."""
+        seconds = self.default_timeout if timeout is None else to_seconds(timeout, "timeout")
+        self.watch(queue_name)
+        with self._lock:
+            self._check_running()
+            by_corr = self._pending.setdefault(queue_name, {})
+            if correlation_id in by_corr:
+                raise ValueError(f"correlation id {correlation_id!r} is already registered")
+            pending = PendingCompletion(on_success, on_error, on_cancel)
+            by_corr[correlation_id] = pending
+            self._unmapped[queue_name] = self._unmapped.get(queue_name, 0) + 1
+            if seconds:
+                pending.timer = self._timer.call_later(
+                    seconds, lambda: self._time_out(queue_name, correlation_id, seconds))
+
+    def map_job_id(self, queue_name: str, job_id: str, correlation_id: str) -> None:
+        """Tie the job to the registration; settles at once if its outcome came early."""
+        with self._lock:
+            pending = self._pending.get(queue_name, {}).get(correlation_id)
+            if pending is None or pending.job_id is not None:
+                return
+            pending.job_id = job_id
+            self._job_ids.setdefault(queue_name, {}).setdefault(job_id, []).append(correlation_id)
+            early = self._early.get(queue_name, {}).pop(job_id, None)
+            self._mapped_one(queue_name)
+        if early is not None:
+            if early.is_failure:
+                self.fail(queue_name, correlation_id, early.result)
+            else:
+                self.complete(queue_name, correlation_id, early.result)
+
+    def _mapped_one(self, queue_name: str) -> None:
+        """One registration of the queue is no longer unmapped (lock held)."""
+        left = self._unmapped.get(queue_name, 0) - 1
+        if left > 0:
+            self._unmapped[queue_name] = left
+        else:
+            self._unmapped.pop(queue_name, None)
+            self._early.pop(queue_name, None)
+
+    # -- settling ----------------------------------------------------------
+    def _take(self, queue_name: str, correlation_id: str) -> Optional[PendingCompletion]:
+        """Remove one registration and everything that refers to it (lock held)."""
+        by_corr = self._pending.get(queue_name)
+        pending = by_corr.pop(correlation_id, None) if by_corr else None
+        if pending is None:
+            return None
+        if not by_corr:
+            del self._pending[queue_name]
+        self._timer.cancel(pending.timer)
+        if pending.job_id is None:
+            self._mapped_one(queue_name)
+        else:
+            by_job = self._job_ids.get(queue_name, {})
+            corrs = by_job.get(pending.job_id)
+            if corrs is not None:
+                if correlation_id in corrs:
+                    corrs.remove(correlation_id)
+                if not corrs:
+                    del by_job[pending.job_id]
+            if not by_job:
+                self._job_ids.pop(queue_name, None)
+        return pending
+
+    def _take_job(self, queue_name: str, job_id: str) -> List[PendingCompletion]:
+        corrs = list(self._job_ids.get(queue_name, {}).get(job_id, ()))
+        return [p for p in (self._take(queue_name, c) for c in corrs) if p is not None]
+
+    def complete(self, queue_name: str, correlation_id: str, result: Any) -> None:
+        with self._lock:
+            pending = self._take(queue_name, correlation_id)
+        if pending is not None:
+            self._call(pending.on_success, result)
+
+    def fail(self, queue_name: str, correlation_id: str, error: BaseException) -> None:
+        with self._lock:
+            pending = self._take(queue_name, correlation_id)
+        if pending is not None:
+            self._call(pending.on_error, error)
+
+    def cancel_job(self, queue_name: str, job_id: str) -> int:
+        """The job was removed from its queue: cancel whoever waits on it."""
+        with self._lock:
+            pendings = self._take_job(queue_name, job_id)
+        for pending in pendings:
+            self._cancelled(pending)
+        return len(pendings)
+
+    def _cancelled(self, pending: PendingCompletion) -> None:
+        if pending.on_cancel is not None:
+            self._call(pending.on_cancel)
+        else:
+            self._call(pending.on_error, CancelledError())
+
+    def _time_out(self, queue_name: str, correlation_id: str, seconds: float) -> None:
+        with self._lock:
+            pending = self._pending.get(queue_name, {}).get(correlation_id)
+            job = pending.job_id if pending is not None else None
+        self.fail(queue_name, correlation_id, errors.TimeoutError(
+            f"Request timeout after {seconds:g}s (queue {queue_name}, job {job})"))
+
+    def _on_event(self, ev: QueueEvent) -> None:
+        """On the events thread: settle whoever waits on the job."""
+        if ev.event not in ("completed", "failed", "removed") or ev.job_id is None:
+            return
+        outcome: Any
+        if ev.event == "completed":
+            outcome = ev.value
+        elif ev.event == "failed":
+            outcome = errors.JobFailed(ev.fields.get("failedReason", ""), ev.job_id)
+        with self._lock:
+            pendings = self._take_job(ev.queue, ev.job_id)
+            # Buffer while any registration of the queue is unmapped: it may be for this job
+            # (a duplicate idempotency key registered while the job finished).
+            if ev.event != "removed" and self._unmapped.get(ev.queue, 0) > 0:
+                self._early.setdefault(ev.queue, {})[ev.job_id] = EarlyResult(
+                    outcome, ev.event == "failed")
+        for pending in pendings:
+            if ev.event == "completed":
+                self._call(pending.on_success, outcome)
+            elif ev.event == "failed":
+                self._call(pending.on_error, outcome)
+            else:
+                self._cancelled(pending)
+
+    def _call(self, fn: Optional[Callable[..., Any]], *args: Any) -> None:
+        if fn is None:
+            return
+        try:
+            fn(*args)
+        except Exception:  # noqa: BLE001 - a callback must not break the tracker
+            self._log.exception("completion callback %r failed", fn)
+
+    # -- introspection -----------------------------------------------------
+    def sizes(self) -> Dict[str, int]:
+        """Entries held (for memory checks): all zero when nothing is pending."""
+        with self._lock:
+            sizes = {
+                "pending": sum(len(m) for m in self._pending.values()),
+                "job_ids": sum(len(m) for m in self._job_ids.values()),
+                "early_results": sum(len(m) for m in self._early.values()),
+                "unmapped": sum(self._unmapped.values()),
+            }
+        sizes["timers"] = self._timer.heap_size
+        return sizes
+
+    def pending_for(self, queue_name: str, job_id: str) -> Tuple[str, ...]:
+        with self._lock:
+            return tuple(self._job_ids.get(queue_name, {}).get(job_id, ()))

@@ -1,0 +1,382 @@
+"""InProcessEventProvider: the BullMQEventProvider interface with no Redis.
+
+For unit tests and single-process use. Same Futures, same outcomes: handlers
+run on a thread pool per event type (concurrency 10 by default), events wait
+for a subscriber, retries follow the merged job options (3 attempts, exponential
+backoff from 1 s by default), data and results go through JSON as they would in
+Redis, failures arrive as ``JobFailed``. One timer thread serves delays,
+retries, timeouts and schedules.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict, deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
+
+from .. import errors
+from .._util import Seconds, dumps, to_seconds
+from . import context
+from ._timer import Timer, TimerHandle
+from .completion_tracker import DEFAULT_TIMEOUT
+from .message import EventMessage, validate_event_name
+from .provider import EventHandler
+from .queue_manager import DEFAULT_CONCURRENCY, QueueMetrics, RetryOptions, call_metric, \
+    merge_job_options
+from .scheduled import ScheduleInfo, validate_schedule
+from .subscription import EventSubscription
+
+log = logging.getLogger(__name__)
+
+__all__ = ["InProcessEventProvider"]
+
+
+class _Job:
+    __slots__ = ("id", "event_name", "data", "attempts", "backoff", "attempts_made", "state",
+                 "waiters", "timer", "keyed")
+
+    def __init__(self, job_id: str, event_name: str, data: Dict[str, Any], attempts: int,
+                 backoff: Optional[Mapping[str, Any]], keyed: bool) -> None:
+        self.id = job_id
+        self.event_name = event_name
+        self.data = data
+        self.attempts = attempts
+        self.backoff = backoff
+        self.attempts_made = 0
+        self.state = "waiting"
+        self.waiters: List[Tuple[EventSubscription, Optional[TimerHandle]]] = []
+        self.timer: Optional[TimerHandle] = None
+        self.keyed = keyed
+
+
+class _Schedule:
+    __slots__ = ("info", "data", "timer")
+
+    def __init__(self, info: ScheduleInfo, data: Dict[str, Any]) -> None:
+        self.info = info
+        self.data = data
+        self.timer: Optional[TimerHandle] = None
+
+
+def _backoff_seconds(backoff: Optional[Mapping[str, Any]], attempts_made: int) -> float:
+    if not backoff:
+        return 0.0
+    delay = float(to_seconds(backoff.get("delay") or 0, "backoff delay") or 0.0)
+    if backoff.get("type") == "exponential":
+        return float((2 ** (attempts_made - 1)) * delay)
+    return delay
+
+
+class InProcessEventProvider:
+    """Events inside one process: ``emit`` / ``subscribe`` / schedules, no Redis."""
+
+    def __init__(self, default_timeout: Seconds = DEFAULT_TIMEOUT,
+                 default_job_options: Optional[Mapping[str, Any]] = None,
+                 default_worker_options: Optional[Mapping[str, Any]] = None, *,
+                 metrics: Optional[QueueMetrics] = None, max_finished_jobs: int = 10_000,
+                 logger: Optional[logging.Logger] = None) -> None:
+        self.default_timeout: float = to_seconds(default_timeout, "default_timeout",
+                                                allow_none=False) or 0.0
+        self.default_job_options = dict(default_job_options or {})
+        self.concurrency = int(dict(default_worker_options or {}).get(
+            "concurrency", DEFAULT_CONCURRENCY))
+        self.metrics = metrics
+        self.max_finished_jobs = max_finished_jobs
+        self._log = logger or log
+        self._retry = RetryOptions()
+        self._timer = Timer("orijs-inprocess-timer")
+        self._lock = threading.Lock()   # guards every map below and _state
+        self._handlers: Dict[str, Tuple[EventHandler, ThreadPoolExecutor]] = {}
+        self._waiting: Dict[str, Deque[_Job]] = {}           # event -> jobs with no subscriber
+        self._jobs: Dict[str, Dict[str, _Job]] = {}          # event -> job id -> unfinished job
+        self._finished: "OrderedDict[Tuple[str, str], Tuple[bool, Any]]" = OrderedDict()
+        self._schedules: Dict[Tuple[str, str], _Schedule] = {}
+        self._state = "new"
+
+    # -- lifecycle ---------------------------------------------------------
+    def start(self) -> "InProcessEventProvider":
+        with self._lock:
+            if self._state == "stopped":
+                raise errors.ShutdownError("the event provider is stopped")
+            if self._state == "new":
+                self._timer.start()
+                self._state = "started"
+        return self
+
+    def stop(self, timeout: Optional[float] = None) -> None:
+        """Handlers first (running ones finish; ``timeout`` is accepted for interface
+        parity, thread pools have none), then pending futures fail with ``ShutdownError``,
+        then schedules and the timer thread. Idempotent."""
+        with self._lock:
+            if self._state != "started":
+                self._state = "stopped"
+                return
+            self._state = "stopped"
+            executors = [executor for _, executor in self._handlers.values()]
+            self._handlers.clear()
+        for executor in executors:
+            executor.shutdown(wait=True, cancel_futures=True)
+        with self._lock:
+            waiters = [sub for jobs in self._jobs.values() for job in jobs.values()
+                       for sub, _ in job.waiters]
+            self._jobs.clear()
+            self._waiting.clear()
+            self._finished.clear()
+            self._schedules.clear()
+        self._timer.stop()
+        shutdown = errors.ShutdownError("InProcessEventProvider shutting down")
+        for sub in waiters:
+            sub._reject(shutdown)
+
+    def __enter__(self) -> "InProcessEventProvider":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _check_started(self) -> None:
+        if self._state == "stopped":
+            raise errors.ShutdownError("the event provider is stopped")
+        if self._state != "started":
+            raise errors.InvalidStateError("the event provider is not started: call start()")
+
+    # -- subscribe ---------------------------------------------------------
+    def subscribe(self, event_name: str, handler: EventHandler) -> None:
+        validate_event_name(event_name)
+        if not callable(handler):
+            raise TypeError("handler must be callable: handler(message) -> result")
+        with self._lock:
+            self._check_started()
+            if event_name in self._handlers:
+                raise ValueError(f"{event_name!r} already has a subscriber in this provider")
+            executor = ThreadPoolExecutor(self.concurrency,
+                                          thread_name_prefix=f"orijs-inprocess-{event_name}")
+            self._handlers[event_name] = (handler, executor)
+            for job in self._waiting.pop(event_name, ()):
+                executor.submit(self._run, job)
+
+    # -- emit --------------------------------------------------------------
+    def emit(self, event_name: str, payload: Any = None,
+             meta: Optional[Mapping[str, Any]] = None, *, delay: Optional[Seconds] = None,
+             timeout: Optional[Seconds] = None, idempotency_key: Optional[str] = None,
+             causation_id: Optional[str] = None,
+             expects_result: bool = True) -> EventSubscription:
+        meta, causation_id = context.resolve(meta, causation_id)
+        message = EventMessage.create(event_name, payload, meta, causation_id=causation_id,
+                                      idempotency_key=idempotency_key)
+        delay_s = to_seconds(delay, "delay") or 0.0
+        wait = self.default_timeout if timeout is None else to_seconds(timeout, "timeout")
+        options = merge_job_options(self._retry, self.default_job_options, {})
+        attempts = max(int(options.get("attempts") or 1), 1)
+        data = json.loads(message.to_json())
+        job_id = message.job_id
+        sub = EventSubscription(event_name, message.event_id, message.correlation_id, job_id,
+                                queue_name=event_name, canceller=self._cancel_subscription)
+        with self._lock:
+            self._check_started()
+            jobs = self._jobs.setdefault(event_name, {})
+            job = jobs.get(job_id)
+            finished = self._finished.get((event_name, job_id)) if job is None else None
+            added = job is None and finished is None
+            if added:
+                job = _Job(job_id, event_name, data, attempts, options.get("backoff"),
+                           idempotency_key is not None)
+                jobs[job_id] = job
+                if delay_s > 0:
+                    job.state = "delayed"
+                    job.timer = self._timer.call_later(delay_s, lambda: self._promote(job))
+                else:
+                    self._ready(job)
+            elif not jobs:
+                del self._jobs[event_name]
+            if expects_result and job is not None:
+                handle = (self._timer.call_later(wait, lambda: self._time_out(job, sub, wait))
+                          if wait else None)
+                job.waiters.append((sub, handle))
+        if added:
+            call_metric(self.metrics, "on_job_added", event_name, job_id)
+        if not expects_result:
+            sub._resolve(None)
+        elif finished is not None:
+            ok, value = finished
+            sub._resolve(value) if ok else sub._reject(errors.JobFailed(value, job_id))
+        return sub
+
+    def _ready(self, job: _Job) -> None:
+        """The job can run: hand it to the subscriber, or park it (lock held)."""
+        job.state = "waiting"
+        job.timer = None
+        entry = self._handlers.get(job.event_name)
+        if entry is not None and self._state == "started":
+            entry[1].submit(self._run, job)
+        else:
+            self._waiting.setdefault(job.event_name, deque()).append(job)
+
+    def _promote(self, job: _Job) -> None:
+        with self._lock:
+            if self._jobs.get(job.event_name, {}).get(job.id) is job and job.state == "delayed":
+                self._ready(job)
+
+    def _time_out(self, job: _Job, sub: EventSubscription, seconds: float) -> None:
+        with self._lock:
+            job.waiters = [(s, h) for s, h in job.waiters if s is not sub]
+        sub._reject(errors.TimeoutError(
+            f"Request timeout after {seconds:g}s (event {job.event_name}, job {job.id})"))
+
+    # -- running -----------------------------------------------------------
+    def _run(self, job: _Job) -> None:
+        with self._lock:
+            entry = self._handlers.get(job.event_name)
+            if (entry is None or job.state != "waiting"
+                    or self._jobs.get(job.event_name, {}).get(job.id) is not job):
+                return
+            job.state = "active"
+        handler = entry[0]
+        started = time.monotonic()
+        try:
+            message = EventMessage.from_dict(job.data)
+            with context.handling(message):
+                result = handler(message)
+            try:
+                result = json.loads(dumps(result, f"return value of job {job.id}"))
+            except TypeError as exc:
+                raise errors.UnrecoverableError(str(exc)) from exc
+        except Exception as exc:  # noqa: BLE001 - handler errors become the job's failure
+            self._failed(job, exc, time.monotonic() - started)
+        else:
+            duration = time.monotonic() - started
+            self._finish(job, True, result)
+            call_metric(self.metrics, "on_job_completed", job.event_name, job.id, duration)
+
+    def _failed(self, job: _Job, exc: BaseException, duration: float) -> None:
+        job.attempts_made += 1
+        call_metric(self.metrics, "on_job_failed", job.event_name, job.id, exc)
+        if job.attempts_made < job.attempts and not isinstance(exc, errors.UnrecoverableError):
+            with self._lock:
+                if self._state == "started":
+                    job.state = "delayed"
+                    delay = _backoff_seconds(job.backoff, job.attempts_made)
+                    job.timer = self._timer.call_later(delay, lambda: self._promote(job))
+                    return
+        self._finish(job, False, str(exc) or type(exc).__name__)
+
+    def _finish(self, job: _Job, ok: bool, value: Any) -> None:
+        with self._lock:
+            jobs = self._jobs.get(job.event_name, {})
+            if jobs.get(job.id) is job:
+                del jobs[job.id]
+                if not jobs:
+                    del self._jobs[job.event_name]
+            job.state = "completed" if ok else "failed"
+            waiters, job.waiters = job.waiters, []
+            for _, handle in waiters:
+                self._timer.cancel(handle)
+            if job.keyed and self._state == "started":
+                self._finished[(job.event_name, job.id)] = (ok, value)
+                while len(self._finished) > self.max_finished_jobs:
+                    self._finished.popitem(last=False)
+        for sub, _ in waiters:
+            if ok:
+                sub._resolve(value)
+            else:
+                sub._reject(errors.JobFailed(value, job.id))
+
+    # -- cancel ------------------------------------------------------------
+    def cancel(self, event_name: str, key: str) -> bool:
+        """Remove a delayed or waiting event; False if unknown or already taken."""
+        with self._lock:
+            self._check_started()
+            jobs = self._jobs.get(event_name, {})
+            job = jobs.get(key)
+            if job is None or job.state not in ("delayed", "waiting"):
+                return False
+            del jobs[key]
+            if not jobs:
+                del self._jobs[event_name]
+            self._timer.cancel(job.timer)
+            parked = self._waiting.get(event_name)
+            if parked is not None and job in parked:
+                parked.remove(job)
+                if not parked:
+                    del self._waiting[event_name]
+            job.state = "removed"
+            waiters, job.waiters = job.waiters, []
+            for _, handle in waiters:
+                self._timer.cancel(handle)
+        for sub, _ in waiters:
+            sub._cancel_local()
+        return True
+
+    def _cancel_subscription(self, sub: EventSubscription) -> bool:
+        try:
+            return self.cancel(sub.event_name, sub.job_id)
+        except errors.OrijsError:
+            return False
+
+    # -- schedules ---------------------------------------------------------
+    def schedule_event(self, event_name: str, *, schedule_id: str, cron: Optional[str] = None,
+                       every: Optional[Seconds] = None, payload: Any = None,
+                       meta: Optional[Mapping[str, Any]] = None) -> ScheduleInfo:
+        validate_event_name(event_name)
+        seconds = validate_schedule(schedule_id, cron, every)
+        message = EventMessage.create(event_name, payload, meta)
+        info = ScheduleInfo(event_name, schedule_id, event_name, cron=cron, every=seconds,
+                            payload=payload, meta=dict(message.meta))
+        entry = _Schedule(info, json.loads(message.to_json()))
+        with self._lock:
+            self._check_started()
+            old = self._schedules.pop((event_name, schedule_id), None)
+            if old is not None:
+                self._timer.cancel(old.timer)
+            self._schedules[(event_name, schedule_id)] = entry
+            # As BullMQ's job schedulers: an "every" series runs at once, cron at its next time.
+            first = 0.0 if info.every is not None else self._next_delay(info)
+            entry.timer = self._timer.call_later(first, lambda: self._fire(entry))
+        return info
+
+    @staticmethod
+    def _next_delay(info: ScheduleInfo) -> float:
+        if info.every is not None:
+            return info.every
+        from croniter import croniter
+        now = time.time()
+        return max(0.0, float(croniter(info.cron, now).get_next(float)) - now)
+
+    def _fire(self, entry: _Schedule) -> None:
+        info = entry.info
+        with self._lock:
+            if self._schedules.get((info.event_name, info.schedule_id)) is not entry:
+                return
+            job_id = f"repeat:{info.schedule_id}:{int(time.time() * 1000)}"
+            options = merge_job_options(self._retry, self.default_job_options, {})
+            job = _Job(job_id, info.event_name, entry.data,
+                       max(int(options.get("attempts") or 1), 1), options.get("backoff"), False)
+            self._jobs.setdefault(info.event_name, {})[job_id] = job
+            self._ready(job)
+            entry.timer = self._timer.call_later(self._next_delay(info), lambda: self._fire(entry))
+        call_metric(self.metrics, "on_job_added", info.event_name, job_id)
+
+    def unschedule_event(self, event_name: str, schedule_id: str) -> bool:
+        with self._lock:
+            self._check_started()
+            entry = self._schedules.pop((event_name, schedule_id), None)
+            if entry is None:
+                return False
+            self._timer.cancel(entry.timer)
+        return True
+
+    # -- introspection -----------------------------------------------------
+    def stats(self) -> Dict[str, int]:
+        """Sizes of every internal map (all zero once nothing is pending; finished
+        idempotency records are kept, up to ``max_finished_jobs``, as Redis keeps jobs)."""
+        with self._lock:
+            sizes = {"pending": sum(len(j.waiters) for js in self._jobs.values()
+                                    for j in js.values()),
+                     "jobs": sum(len(js) for js in self._jobs.values()),
+                     "parked": sum(len(q) for q in self._waiting.values()),
+                     "idempotency_records": len(self._finished)}
+        sizes["timers"] = self._timer.heap_size
+        return sizes

@@ -1,0 +1,142 @@
+"""EventMessage: the envelope an event travels in, exactly as OriJS writes it as job data.
+
+Wire form (job data, JSON)::
+
+    {"version": "1", "eventId": uuid4, "eventName": ..., "payload": ..., "meta": {...},
+     "correlationId": uuid4, "causationId"?: ..., "timestamp": ms, "idempotencyKey"?: ...}
+
+``causationId`` and ``idempotencyKey`` are present only when given; ``meta`` is
+always a JSON object (``{}`` when empty).
+"""
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Dict, Mapping, Optional
+
+from .._util import dumps
+
+EVENT_MESSAGE_VERSION = "1"
+EVENT_JOB_NAME = "event"
+
+__all__ = ["EVENT_MESSAGE_VERSION", "EVENT_JOB_NAME", "EventMessage", "validate_event_name",
+           "validate_idempotency_key"]
+
+
+def validate_event_name(event_name: Any) -> str:
+    if not isinstance(event_name, str) or not event_name.strip():
+        raise ValueError(f"event_name must be a non-empty string, got {event_name!r}")
+    if ":" in event_name:
+        raise ValueError(f"event_name {event_name!r} must not contain ':' "
+                         "(it becomes part of a Redis key)")
+    return event_name
+
+
+def validate_idempotency_key(key: Any) -> Optional[str]:
+    """The key becomes the BullMQ job id, so BullMQ's rules apply."""
+    if key is None:
+        return None
+    if not isinstance(key, str):
+        raise ValueError(f"idempotency_key must be a string, not {type(key).__name__}")
+    if key == "":
+        raise ValueError("idempotency_key must not be empty")
+    if ":" in key:
+        raise ValueError(f"idempotency_key {key!r} must not contain ':' "
+                         "(it becomes the BullMQ job id, where ':' is a separator)")
+    if key.lstrip("-").isdigit():
+        raise ValueError(f"idempotency_key {key!r} must not be an integer: BullMQ keeps "
+                         "integer job ids for the ids it generates")
+    return key
+
+
+def _json_object(value: Any, what: str) -> Dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{what} must be a JSON object (a dict), not {type(value).__name__}")
+    for key in value:
+        if not isinstance(key, str):
+            raise TypeError(f"{what} keys must be strings, got {key!r}")
+    decoded: Dict[str, Any] = json.loads(dumps(dict(value), what))
+    return decoded
+
+
+@dataclass(frozen=True)
+class EventMessage:
+    """One event: what a handler receives and what is stored as the job's data."""
+
+    event_id: str
+    event_name: str
+    payload: Any
+    correlation_id: str
+    timestamp: int
+    meta: Dict[str, Any] = field(default_factory=dict)
+    causation_id: Optional[str] = None
+    idempotency_key: Optional[str] = None
+    version: str = EVENT_MESSAGE_VERSION
+
+    @classmethod
+    def create(cls, event_name: str, payload: Any = None,
+               meta: Optional[Mapping[str, Any]] = None, *,
+               causation_id: Optional[str] = None,
+               idempotency_key: Optional[str] = None) -> "EventMessage":
+        """A new message with fresh ids; refuses data JSON cannot hold (``TypeError``)."""
+        validate_event_name(event_name)
+        validate_idempotency_key(idempotency_key)
+        if causation_id is not None and not isinstance(causation_id, str):
+            raise TypeError(f"causation_id must be a string, not {type(causation_id).__name__}")
+        dumps(payload, "payload")
+        return cls(event_id=str(uuid.uuid4()), event_name=event_name, payload=payload,
+                   correlation_id=str(uuid.uuid4()), timestamp=int(time.time() * 1000),
+                   meta=_json_object(meta, "meta"), causation_id=causation_id,
+                   idempotency_key=idempotency_key)
+
+    @property
+    def job_id(self) -> str:
+        """The BullMQ job id: the idempotency key when given, else the event id."""
+        return self.idempotency_key if self.idempotency_key is not None else self.event_id
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The wire form (camelCase keys, optional keys only when set)."""
+        out: Dict[str, Any] = {"version": self.version, "eventId": self.event_id,
+                               "eventName": self.event_name, "payload": self.payload,
+                               "meta": self.meta, "correlationId": self.correlation_id}
+        if self.causation_id is not None:
+            out["causationId"] = self.causation_id
+        out["timestamp"] = self.timestamp
+        if self.idempotency_key is not None:
+            out["idempotencyKey"] = self.idempotency_key
+        return out
+
+    def to_json(self) -> str:
+        return dumps(self.to_dict(), "event message")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "EventMessage":
+        """Read an envelope written by either side; unknown keys are ignored."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"an EventMessage is a JSON object, not {type(data).__name__}")
+        missing = [k for k in ("eventId", "eventName") if k not in data]
+        if missing:
+            raise ValueError(f"not an EventMessage envelope: missing {', '.join(missing)}")
+        meta = data.get("meta")
+        return cls(event_id=str(data["eventId"]), event_name=str(data["eventName"]),
+                   payload=data.get("payload"),
+                   correlation_id=str(data.get("correlationId") or data["eventId"]),
+                   timestamp=int(data.get("timestamp") or 0),
+                   meta=dict(meta) if isinstance(meta, Mapping) else {},
+                   causation_id=data.get("causationId"),
+                   idempotency_key=data.get("idempotencyKey"),
+                   version=str(data.get("version", EVENT_MESSAGE_VERSION)))
+
+    @classmethod
+    def from_job_data(cls, data: Any, *, event_name: str, job_id: str,
+                      timestamp: Optional[int] = None) -> "EventMessage":
+        """The envelope in a job's data; data that is not an envelope becomes the payload
+        (a job added to an event queue by hand still reaches the handler)."""
+        if isinstance(data, Mapping) and "eventId" in data and "eventName" in data:
+            return cls.from_dict(data)
+        return cls(event_id=job_id, event_name=event_name, payload=data, correlation_id=job_id,
+                   timestamp=timestamp or int(time.time() * 1000))

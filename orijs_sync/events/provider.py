@@ -1,0 +1,243 @@
+"""BullMQEventProvider: distributed events over BullMQ queues, ``emit()`` returns a Future.
+
+Composes a :class:`QueueManager` (a queue and a worker per event type), a
+:class:`CompletionTracker` (request-response over one events thread) and a
+:class:`ScheduledEventManager` (cron / every schedules); each is injectable.
+
+    provider = BullMQEventProvider("redis://localhost:6379/0")
+    provider.start()
+    provider.subscribe("order.created", lambda msg: {"ok": msg.payload["id"]})
+    provider.emit("order.created", {"id": 1}).result(timeout=5)   # -> {"ok": 1}
+    provider.stop()
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable, Dict, Mapping, Optional
+
+from .. import errors
+from .._util import Seconds, to_seconds
+from ..job import Job
+from . import context
+from .completion_tracker import DEFAULT_TIMEOUT, CompletionTracker
+from .message import EVENT_JOB_NAME, EventMessage, validate_event_name
+from .queue_manager import QueueManager, QueueMetrics
+from .scheduled import ScheduledEventManager, ScheduleInfo
+from .subscription import EventSubscription
+
+log = logging.getLogger(__name__)
+
+__all__ = ["BullMQEventProvider", "EventHandler"]
+
+EventHandler = Callable[[EventMessage], Any]
+
+# States in which an event has not been taken by a handler yet (cancel() may remove it).
+PENDING_STATES = frozenset({"delayed", "waiting", "prioritized", "paused"})
+
+
+class BullMQEventProvider:
+    """Events on Redis, readable and writable by OriJS (TypeScript) services.
+
+    Durations are seconds. ``default_timeout`` applies to ``emit`` calls that give no
+    ``timeout`` (0 = wait forever). ``default_job_options`` / ``default_worker_options``
+    are the keyword options of :meth:`Queue.add` / :class:`Worker`.
+    """
+
+    def __init__(self, connection: Any = None, default_timeout: Seconds = DEFAULT_TIMEOUT,
+                 queue_prefix: str = "event",
+                 default_job_options: Optional[Mapping[str, Any]] = None,
+                 default_worker_options: Optional[Mapping[str, Any]] = None, *,
+                 prefix: str = "bull", metrics: Optional[QueueMetrics] = None,
+                 queue_manager: Optional[QueueManager] = None,
+                 completion_tracker: Optional[CompletionTracker] = None,
+                 scheduled_event_manager: Optional[ScheduledEventManager] = None,
+                 logger: Optional[logging.Logger] = None) -> None:
+        self.default_timeout: float = to_seconds(default_timeout, "default_timeout",
+                                                allow_none=False) or 0.0
+        self._log = logger or log
+        self.queue_manager = queue_manager or QueueManager(
+            connection, queue_prefix=queue_prefix, prefix=prefix, metrics=metrics,
+            default_job_options=default_job_options,
+            default_worker_options=default_worker_options, logger=logger)
+        self.completion_tracker = completion_tracker or CompletionTracker(
+            connection, default_timeout=self.default_timeout,
+            prefix=self.queue_manager.prefix, logger=logger)
+        self.scheduled_event_manager = scheduled_event_manager or ScheduledEventManager(
+            queue_manager=self.queue_manager, logger=logger)
+        self._lock = threading.Lock()   # guards _state
+        self._state = "new"             # new -> started -> stopped
+
+    # -- lifecycle ---------------------------------------------------------
+    def start(self) -> "BullMQEventProvider":
+        """Start the events thread. Idempotent."""
+        with self._lock:
+            if self._state == "stopped":
+                raise errors.ShutdownError("the event provider is stopped")
+            if self._state == "started":
+                return self
+            self._state = "started"
+        try:
+            self.completion_tracker.start()
+        except BaseException:
+            with self._lock:
+                self._state = "new"
+            raise
+        return self
+
+    def stop(self, timeout: Optional[float] = None) -> None:
+        """Workers first (active handlers finish, up to ``timeout`` seconds), then the
+        tracker (pending futures fail with ``ShutdownError``), then schedules. Idempotent."""
+        with self._lock:
+            if self._state != "started":
+                self._state = "stopped"
+                return
+            self._state = "stopped"
+        try:
+            self.queue_manager.stop(timeout=timeout)
+        finally:
+            try:
+                self.completion_tracker.stop()
+            finally:
+                self.scheduled_event_manager.stop()
+
+    def __enter__(self) -> "BullMQEventProvider":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _check_started(self) -> None:
+        state = self._state
+        if state == "stopped":
+            raise errors.ShutdownError("the event provider is stopped")
+        if state != "started":
+            raise errors.InvalidStateError("the event provider is not started: call start()")
+
+    # -- subscribe ---------------------------------------------------------
+    def subscribe(self, event_name: str, handler: EventHandler) -> None:
+        """Run ``handler(message)`` for each ``event_name`` event; its return value (JSON)
+        is the emitter's result. Returns once the worker is ready."""
+        validate_event_name(event_name)
+        if not callable(handler):
+            raise TypeError("handler must be callable: handler(message) -> result")
+        self._check_started()
+
+        def process(job: Job) -> Any:
+            message = EventMessage.from_job_data(job.data, event_name=event_name, job_id=job.id,
+                                                 timestamp=job.timestamp)
+            with context.handling(message):
+                return handler(message)
+
+        process.__qualname__ = f"event handler {event_name}"
+        self.queue_manager.register_worker(event_name, process)
+
+    # -- emit --------------------------------------------------------------
+    def emit(self, event_name: str, payload: Any = None,
+             meta: Optional[Mapping[str, Any]] = None, *, delay: Optional[Seconds] = None,
+             timeout: Optional[Seconds] = None, idempotency_key: Optional[str] = None,
+             causation_id: Optional[str] = None,
+             expects_result: bool = True) -> EventSubscription:
+        """Enqueue an event; the returned Future settles with the handler's result.
+
+        ``meta``/``causation_id`` default to the propagation context (inside a handler:
+        its meta and its event id). ``timeout`` seconds (0 = none) defaults to
+        ``default_timeout``. With ``expects_result=False`` the Future settles (with None)
+        once the event is enqueued. Bad arguments raise here, before anything is written;
+        Redis failures fail the Future.
+        """
+        meta, causation_id = context.resolve(meta, causation_id)
+        message = EventMessage.create(event_name, payload, meta, causation_id=causation_id,
+                                      idempotency_key=idempotency_key)
+        delay_s = to_seconds(delay, "delay")
+        wait = self.default_timeout if timeout is None else to_seconds(timeout, "timeout")
+        self._check_started()
+        queue_name = self.queue_manager.get_queue_name(event_name)
+        job_id = message.job_id
+        sub = EventSubscription(event_name, message.event_id, message.correlation_id, job_id,
+                                queue_name=queue_name, canceller=self._cancel_subscription)
+        corr = message.correlation_id
+        if expects_result:
+            try:
+                self.completion_tracker.register(queue_name, corr, sub._resolve, sub._reject,
+                                                 timeout=wait, on_cancel=sub._cancel_local)
+            except errors.ConnectionError as exc:   # watching the queue's events stream failed
+                sub._reject(exc)
+                return sub
+        try:
+            job = self.queue_manager.add_job(event_name, message.to_dict(), name=EVENT_JOB_NAME,
+                                             job_id=job_id, delay=delay_s or None)
+        except Exception as exc:  # noqa: BLE001 - the Future carries it
+            if expects_result:
+                self.completion_tracker.fail(queue_name, corr, exc)
+            else:
+                sub._reject(exc)
+            return sub
+        if not expects_result:
+            sub._resolve(None)
+            return sub
+        self.completion_tracker.map_job_id(queue_name, job.id, corr)
+        if idempotency_key is not None:
+            self._settle_if_finished(event_name, queue_name, job.id, corr)
+        return sub
+
+    def _settle_if_finished(self, event_name: str, queue_name: str, job_id: str,
+                            corr: str) -> None:
+        """A duplicate idempotency key may name a job that finished long ago: its events
+        are gone, so read the outcome from Redis (after mapping, so nothing is missed)."""
+        try:
+            queue = self.queue_manager.get_queue(event_name)
+            state = queue.get_job_state(job_id)
+            if state not in ("completed", "failed"):
+                return
+            job = queue.get_job(job_id)
+        except Exception as exc:  # noqa: BLE001
+            self.completion_tracker.fail(queue_name, corr, exc)
+            return
+        if job is None:
+            return
+        if state == "completed":
+            self.completion_tracker.complete(queue_name, corr, job.returnvalue)
+        else:
+            self.completion_tracker.fail(queue_name, corr,
+                                         errors.JobFailed(job.failed_reason or "", job_id))
+
+    # -- cancel ------------------------------------------------------------
+    def cancel(self, event_name: str, key: str) -> bool:
+        """Remove a pending (delayed or waiting) event; ``key`` is its idempotency key or,
+        without one, its event id. False if it is unknown or a handler has taken it."""
+        self._check_started()
+        queue = self.queue_manager.get_queue(event_name)
+        if queue.get_job_state(key) not in PENDING_STATES:
+            return False
+        if not queue.remove(key):
+            return False
+        self.completion_tracker.cancel_job(queue.name, key)
+        return True
+
+    def _cancel_subscription(self, sub: EventSubscription) -> bool:
+        try:
+            return self.cancel(sub.event_name, sub.job_id)
+        except errors.OrijsError:
+            return False
+
+    # -- schedules ---------------------------------------------------------
+    def schedule_event(self, event_name: str, *, schedule_id: str, cron: Optional[str] = None,
+                       every: Optional[Seconds] = None, payload: Any = None,
+                       meta: Optional[Mapping[str, Any]] = None) -> ScheduleInfo:
+        """A recurring event (cron with 5-6 fields, or every N seconds); created or replaced."""
+        self._check_started()
+        return self.scheduled_event_manager.schedule(event_name, schedule_id, cron=cron,
+                                                     every=every, payload=payload, meta=meta)
+
+    def unschedule_event(self, event_name: str, schedule_id: str) -> bool:
+        self._check_started()
+        return self.scheduled_event_manager.unschedule(event_name, schedule_id)
+
+    # -- introspection -----------------------------------------------------
+    def stats(self) -> Dict[str, int]:
+        """Sizes of every internal map (all zero once nothing is pending)."""
+        sizes = dict(self.completion_tracker.sizes())
+        sizes.update({f"qm_{k}": v for k, v in self.queue_manager.sizes().items()
+                      if k == "job_start_times"})
+        return sizes

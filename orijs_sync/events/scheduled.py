@@ -1,0 +1,163 @@
+"""ScheduledEventManager: recurring events (cron or every N seconds) as BullMQ job schedulers.
+
+With a :class:`QueueManager` (what :class:`BullMQEventProvider` passes) the
+scheduled jobs land on the event's own queue ``{queue_prefix}.{event_name}``,
+wrapped in the EventMessage envelope, so ``subscribe`` handlers receive them
+like any emitted event. Standalone (no QueueManager) it uses its own
+``scheduled.{event_name}`` queues and the simpler data ``{payload, meta, scheduledAt}``.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Type
+
+from .. import errors
+from .._util import Seconds, to_seconds
+from ..queue import Queue
+from .message import EVENT_JOB_NAME, EventMessage, validate_event_name
+from .queue_manager import QueueManager
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ScheduledEventManager", "ScheduleInfo", "validate_schedule"]
+
+
+@dataclass(frozen=True)
+class ScheduleInfo:
+    event_name: str
+    schedule_id: str
+    queue_name: str
+    cron: Optional[str] = None
+    every: Optional[float] = None    # seconds
+    payload: Any = None
+    meta: Dict[str, Any] = field(default_factory=dict)
+
+
+def validate_schedule(schedule_id: Any, cron: Optional[str],
+                      every: Optional[Seconds]) -> Optional[float]:
+    """The seed's rules: cron has 5 or 6 fields; every is a positive interval (seconds,
+    at least 1 ms); exactly one of them. Returns ``every`` in seconds."""
+    if not isinstance(schedule_id, str) or not schedule_id:
+        raise ValueError(f"schedule_id must be a non-empty string, got {schedule_id!r}")
+    if cron is not None and every is not None:
+        raise ValueError("give either cron or every, not both")
+    if cron is None and every is None:
+        raise ValueError("a schedule needs cron='...' or every=seconds")
+    if cron is not None:
+        if not isinstance(cron, str):
+            raise ValueError(f"cron must be a string, got {cron!r}")
+        fields = cron.split()
+        if len(fields) not in (5, 6):
+            raise ValueError(f"cron {cron!r} must have 5 fields (or 6 with seconds), "
+                             f"has {len(fields)}")
+        from croniter import croniter
+        if not croniter.is_valid(cron):
+            raise ValueError(f"cron {cron!r} is not a valid cron expression")
+        return None
+    seconds = to_seconds(every, "every", allow_none=False)
+    if not seconds or round(seconds * 1000) < 1:
+        raise ValueError(f"every must be a positive interval of at least 1 ms, got {every!r}")
+    return seconds
+
+
+class ScheduledEventManager:
+    """Adds and removes job schedulers; tracks the ones it added."""
+
+    def __init__(self, connection: Any = None, *, queue_manager: Optional[QueueManager] = None,
+                 prefix: str = "bull", queue_class: Type[Queue] = Queue,
+                 logger: Optional[logging.Logger] = None) -> None:
+        self.connection = connection if queue_manager is None or connection is not None \
+            else queue_manager.connection
+        self.queue_manager = queue_manager
+        self.prefix = queue_manager.prefix if queue_manager is not None else prefix
+        self._queue_class = queue_class
+        self._log = logger or log
+        self._lock = threading.Lock()   # guards _schedules, _own_queues, _stopped
+        self._schedules: Dict[str, Dict[str, ScheduleInfo]] = {}
+        self._own_queues: Dict[str, Queue] = {}
+        self._stopped = False
+
+    def get_queue_name(self, event_name: str) -> str:
+        if self.queue_manager is not None:
+            return self.queue_manager.get_queue_name(event_name)
+        return f"scheduled.{event_name}"
+
+    def _queue(self, event_name: str) -> Queue:
+        if self.queue_manager is not None:
+            return self.queue_manager.get_queue(event_name)
+        with self._lock:
+            if self._stopped:
+                raise errors.ShutdownError("ScheduledEventManager is stopped")
+            queue = self._own_queues.get(event_name)
+            if queue is None:
+                queue = self._queue_class(self.get_queue_name(event_name),
+                                          connection=self.connection, prefix=self.prefix)
+                self._own_queues[event_name] = queue
+            return queue
+
+    def _template(self, event_name: str, payload: Any,
+                  meta: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+        message = EventMessage.create(event_name, payload, meta)   # validates payload/meta
+        if self.queue_manager is not None:
+            return {"name": EVENT_JOB_NAME, "data": message.to_dict(),
+                    "opts": self.queue_manager.job_options()}
+        return {"name": event_name,
+                "data": {"payload": message.payload, "meta": message.meta,
+                         "scheduledAt": int(time.time() * 1000)},
+                "opts": {}}
+
+    def schedule(self, event_name: str, schedule_id: str, *, cron: Optional[str] = None,
+                 every: Optional[Seconds] = None, payload: Any = None,
+                 meta: Optional[Mapping[str, Any]] = None) -> ScheduleInfo:
+        """Create or replace the schedule ``schedule_id`` of ``event_name``."""
+        validate_event_name(event_name)
+        seconds = validate_schedule(schedule_id, cron, every)
+        template = self._template(event_name, payload, meta)
+        with self._lock:
+            if self._stopped:
+                raise errors.ShutdownError("ScheduledEventManager is stopped")
+        queue = self._queue(event_name)
+        if cron is not None:
+            queue.upsert_job_scheduler(schedule_id, pattern=cron, template=template)
+        else:
+            queue.upsert_job_scheduler(schedule_id, every=seconds, template=template)
+        info = ScheduleInfo(event_name, schedule_id, queue.name, cron=cron, every=seconds,
+                            payload=payload, meta=dict(template["data"]["meta"]))
+        with self._lock:
+            self._schedules.setdefault(event_name, {})[schedule_id] = info
+        return info
+
+    def unschedule(self, event_name: str, schedule_id: str) -> bool:
+        """Remove the schedule (also one another process added); False if there was none."""
+        queue = self._queue(event_name)
+        removed = bool(queue.remove_job_scheduler(schedule_id))
+        with self._lock:
+            by_id = self._schedules.get(event_name, {})
+            by_id.pop(schedule_id, None)
+            if not by_id:
+                self._schedules.pop(event_name, None)
+        return removed
+
+    @property
+    def schedules(self) -> List[ScheduleInfo]:
+        with self._lock:
+            return [info for by_id in self._schedules.values() for info in by_id.values()]
+
+    def stop(self) -> None:
+        """Close the queues this manager opened and forget the schedules (they stay in
+        Redis: schedules outlive the process that created them). Idempotent."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            queues = list(self._own_queues.values())
+            self._own_queues.clear()
+            self._schedules.clear()
+        for queue in queues:
+            try:
+                queue.close()
+            except Exception:  # noqa: BLE001
+                self._log.exception("closing queue %r failed", queue)
