@@ -1,9 +1,10 @@
 """orijs_sync: BullMQ-compatible jobs, events and workflows on Redis, for code with no asyncio loop."""
 from . import errors
+from .flow_producer import FlowProducer, JobNode
 from .job import Job
 from .queue import Queue
 from .queue_events import QueueEvent, QueueEvents
 from .worker import Worker
 
-__all__ = ["Job", "Queue", "QueueEvent", "QueueEvents", "Worker", "errors"]
+__all__ = ["FlowProducer", "Job", "JobNode", "Queue", "QueueEvent", "QueueEvents", "Worker", "errors"]
 __version__ = "0.1.0"

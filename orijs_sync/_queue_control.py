@@ -50,10 +50,16 @@ class QueueControlMixin:
         return bool(self.client.hexists(self.keys.meta, "paused"))
 
     # -- removal -----------------------------------------------------------
-    def remove(self, job_id: str) -> bool:
-        """Remove a job and its keys. A job locked by a worker is left alone (returns False)."""
+    def remove(self, job_id: str, states: Optional[Iterable[str]] = None) -> bool:
+        """Remove a job and its keys. A job locked by a worker is left alone, and so is
+        one not in ``states`` when they are given (atomically: e.g. cancel only if still
+        ``("waiting", "delayed")``). Returns whether it was removed."""
         k = self.keys
-        code = self.scripts.run("removeJob", [k.job(job_id), k.events], [k.base, str(job_id)])
+        allowed = ",".join(_state_key(s) for s in states) if states else ""
+        if "wait" in allowed.split(","):
+            allowed += ",paused"
+        code = self.scripts.run("removeJob", [k.job(job_id), k.events],
+                                [k.base, str(job_id), allowed])
         return code == 1
 
     def drain(self, delayed: bool = False) -> int:

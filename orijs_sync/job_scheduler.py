@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
 
-from croniter import croniter
+from croniter import croniter  # type: ignore[import-untyped]
 
 from . import errors
 from . import options as job_options

@@ -6,6 +6,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from . import errors
 from . import options as job_options
+from ._job_flow import attach_to_parent
 from ._queue_control import QueueControlMixin
 from ._queue_schedulers import SchedulerQueueMixin
 from ._util import dumps, now_ms
@@ -109,7 +110,10 @@ class Queue(QueueControlMixin, SchedulerQueueMixin):
     # -- adding ------------------------------------------------------------
     def _add_call(self, name: str, data: Any, opts: Mapping[str, Any]) -> AddCall:
         merged = job_options.merge(self.default_job_options, opts)
-        return AddCall(self.keys, name, data, job_options.encode(merged))
+        parent = merged.pop("parent", None)      # a Job or {"id", "queue"}: add as its child
+        encoded = job_options.encode(merged)
+        stored_parent = attach_to_parent(parent, encoded) if parent is not None else None
+        return AddCall(self.keys, name, data, encoded, parent=stored_parent)
 
     def add(self, name: str, data: Any = None, **opts: Any) -> Job:
         """Add one job. Options are keywords (``delay`` in seconds, ``priority``, ``attempts``,

@@ -11,3 +11,15 @@ local function removeFromAnyState(qk, jobId)
   end
   return nil
 end
+
+-- Whether the job is in one of the states named in a comma-separated list of key suffixes.
+local function isInStates(qk, jobId, states)
+  for state in string.gmatch(states, "[^,]+") do
+    if state == "wait" or state == "paused" or state == "active" then
+      if rcall("LPOS", qk .. state, jobId) then return true end
+    elseif rcall("ZSCORE", qk .. state, jobId) then
+      return true
+    end
+  end
+  return false
+end

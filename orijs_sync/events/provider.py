@@ -208,9 +208,7 @@ class BullMQEventProvider:
         without one, its event id. False if it is unknown or a handler has taken it."""
         self._check_started()
         queue = self.queue_manager.get_queue(event_name)
-        if queue.get_job_state(key) not in PENDING_STATES:
-            return False
-        if not queue.remove(key):
+        if not queue.remove(key, states=PENDING_STATES):   # atomic: never a job a handler took
             return False
         self.completion_tracker.cancel_job(queue.name, key)
         return True

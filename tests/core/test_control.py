@@ -134,3 +134,17 @@ def test_getters(queue, redis_url, qname):
     assert completed[0].finished_on >= completed[-1].finished_on  # newest first
     assert queue.get_failed() == [] and queue.get_active() == []
     assert queue.get_job_state("nope") == "unknown"
+
+
+def test_remove_only_in_given_states(queue, redis_url, qname):
+    delayed = queue.add("x", {}, delay=60)
+    assert queue.remove(delayed.id, states=["waiting"]) is False
+    assert queue.remove(delayed.id, states=["waiting", "delayed"]) is True
+    done = queue.add("x", {})
+    with Worker(qname, lambda j: None, connection=redis_url):
+        wait_until(lambda: queue.get_job_state(done.id) == "completed")
+    assert queue.remove(done.id, states=["waiting", "delayed", "prioritized"]) is False
+    assert queue.get_job(done.id) is not None
+    queue.pause()
+    paused = queue.add("x", {})
+    assert queue.remove(paused.id, states=["waiting"]) is True   # paused jobs are waiting
