@@ -14,13 +14,14 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
-from typing import Iterator, Optional
+from typing import Callable, Iterator, List, Optional
 
 import redis
 
-__all__ = ["RedisServer", "redis_for_tests", "local_redis"]
+__all__ = ["RedisServer", "redis_for_tests", "local_redis", "wait_until", "orijs_threads"]
 
 
 def _free_port() -> int:
@@ -161,6 +162,22 @@ def delete_keys(url: str, pattern: str) -> int:
         return count
     finally:
         client.close()
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "condition",
+               interval: float = 0.01) -> None:
+    """Poll until ``predicate()`` is true; raise ``AssertionError`` after ``timeout``
+    seconds. For tests: the timeout is a guard against hangs, not a measurement."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def orijs_threads() -> List[threading.Thread]:
+    """The live threads orijs_sync started (all are named ``orijs-...``)."""
+    return [t for t in threading.enumerate() if t.name.startswith("orijs-")]
 
 
 try:

@@ -6,7 +6,7 @@ import signal
 import subprocess
 import sys
 
-from core_helpers import wait_until
+from orijs_sync.testing import wait_until
 
 
 def cli(redis_url, *args, check=True):

@@ -7,8 +7,7 @@ import time
 import pytest
 
 from orijs_sync import Worker, errors
-
-from core_helpers import wait_until
+from orijs_sync.testing import wait_until
 
 
 def test_pause_stops_every_worker_and_resume_restarts(queue, redis_url, qname, r):

@@ -4,8 +4,7 @@ from __future__ import annotations
 import threading
 
 from orijs_sync import Worker
-
-from core_helpers import orijs_threads, wait_until
+from orijs_sync.testing import orijs_threads, wait_until
 
 
 def drop_clients(r) -> None:

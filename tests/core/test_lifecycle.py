@@ -7,8 +7,7 @@ import time
 import pytest
 
 from orijs_sync import Worker, errors
-
-from core_helpers import wait_until
+from orijs_sync.testing import wait_until
 
 
 def run_all(queue, redis_url, qname, handler, n, **worker_kw):

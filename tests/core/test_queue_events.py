@@ -6,8 +6,7 @@ import time
 import pytest
 
 from orijs_sync import Queue, QueueEvents, Worker, errors
-
-from core_helpers import orijs_threads, wait_until
+from orijs_sync.testing import orijs_threads, wait_until
 
 
 def test_one_thread_watches_many_queues(redis_url, namespace):

@@ -6,15 +6,11 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
-
-import pytest
 
 from orijs_sync import Worker
 from orijs_sync._processing import Outcome
-
-from core_helpers import wait_until
+from orijs_sync.testing import wait_until
 
 CRASHY = """
 import sys, time

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -13,8 +12,7 @@ import time
 import pytest
 
 from orijs_sync import Worker, errors
-
-from core_helpers import orijs_threads, wait_until
+from orijs_sync.testing import orijs_threads, wait_until
 
 
 def test_processes_a_job_and_stores_the_result_as_bullmq(queue, events, redis_url, qname, r):

@@ -2,20 +2,10 @@
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any, Callable, List, Optional
 
 from orijs_sync.events import EventMessage
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 15.0,
-               what: str = "condition") -> None:
-    """Poll until predicate() is true; fail after ``timeout`` (a guard, not a measure)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
+from orijs_sync.testing import orijs_threads, wait_until  # noqa: F401 - re-exported for the tests
 
 
 class Recorder:
@@ -42,7 +32,3 @@ class Recorder:
 
 def all_zero(provider: Any) -> bool:
     return all(v == 0 for v in provider.stats().values())
-
-
-def orijs_threads() -> List[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("orijs-") and t.is_alive()]

@@ -4,16 +4,8 @@ from __future__ import annotations
 from typing import Callable, Iterator
 
 import pytest
-import redis
 
 from orijs_sync import FlowProducer
-
-
-@pytest.fixture
-def r(redis_url: str) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
-    yield client
-    client.close()
 
 
 @pytest.fixture

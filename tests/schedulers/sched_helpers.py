@@ -2,19 +2,11 @@
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any, Callable, List
 
 import redis
 
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
-    """Poll until predicate() is true; fail after ``timeout`` (a guard, not a measure)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
+from orijs_sync.testing import wait_until  # noqa: F401 - re-exported for the tests
 
 
 def run_millis(job_id: str) -> int:
