@@ -1,0 +1,250 @@
+// BullMQ for Node, the reference peer of bench/run.py. Same cases and output as
+// bench/peers/common.py: `node bench.js --case CASE --url URL --n N
+// [--concurrency C] [--procs P]` prints one line `RESULT {json}`.
+'use strict';
+const { spawn } = require('child_process');
+const { performance } = require('perf_hooks');
+const { Queue, Worker, QueueEvents } = require('bullmq');
+const IORedis = require('ioredis');
+
+const QUEUE = 'bench';
+const CHUNK = 500;
+const WARMUP = 20;
+const READY_KEY = 'bench:ready';
+const GO_KEY = 'bench:go';
+const STOP_KEY = 'bench:stop';
+const PROGRESS_KEY = 'bench:progress';
+const BULL_JOB_SUFFIXES = ['', ':logs', ':lock', ':dependencies', ':processed', ':failed', ':unsuccessful'];
+
+function parseArgs(argv) {
+  const a = { n: 1000, concurrency: 16, procs: 4, child: 0, timeout: 300 };
+  for (let i = 0; i < argv.length; i += 2) {
+    const k = argv[i].replace(/^--/, '');
+    const v = argv[i + 1];
+    a[k] = ['case', 'url'].includes(k) ? v : Number(v);
+  }
+  return a;
+}
+
+const now = () => performance.now() / 1000; // seconds, monotonic
+const wall = () => (performance.timeOrigin + performance.now()) / 1000; // epoch seconds
+
+function connOpts(url) {
+  const u = new URL(url);
+  return { host: u.hostname, port: Number(u.port || 6379), db: Number((u.pathname || '/0').slice(1) || 0),
+    maxRetriesPerRequest: null };
+}
+
+function rate(n, seconds, extra = {}) {
+  return Object.assign({ n, seconds: +seconds.toFixed(4), ops_per_s: seconds > 0 ? +(n / seconds).toFixed(1) : null }, extra);
+}
+
+function percentile(values, q) {
+  const s = [...values].sort((x, y) => x - y);
+  const k = (s.length - 1) * q;
+  const lo = Math.floor(k);
+  const hi = Math.min(lo + 1, s.length - 1);
+  return s[lo] + (s[hi] - s[lo]) * (k - lo);
+}
+
+function chunks(arr, size = CHUNK) {
+  const out = [];
+  for (let i = 0; i < arr.length; i += size) out.push(arr.slice(i, i + size));
+  return out;
+}
+
+const processor = async () => null;
+
+async function warm(a) {
+  const q = new Queue('warm', { connection: connOpts(a.url) });
+  for (let i = 0; i < WARMUP; i++) await q.add('job', { i }, { removeOnComplete: true });
+  await q.addBulk(Array.from({ length: WARMUP }, (_, i) => ({ name: 'job', data: { i }, opts: { removeOnComplete: true } })));
+  await q.obliterate({ force: true });
+  await q.close();
+}
+
+async function fill(a, n, remove = true) {
+  const q = new Queue(QUEUE, { connection: connOpts(a.url) });
+  const jobs = Array.from({ length: n }, (_, i) => ({ name: 'job', data: { i }, opts: { removeOnComplete: remove } }));
+  for (const c of chunks(jobs)) await q.addBulk(c);
+  await q.close();
+}
+
+async function seqAdd(a) {
+  await warm(a);
+  const q = new Queue(QUEUE, { connection: connOpts(a.url) });
+  const t0 = now();
+  for (let i = 0; i < a.n; i++) await q.add('job', { i }, { removeOnComplete: true });
+  const dt = now() - t0;
+  await q.close();
+  return rate(a.n, dt);
+}
+
+async function bulkAdd(a) {
+  await warm(a);
+  const q = new Queue(QUEUE, { connection: connOpts(a.url) });
+  const jobs = Array.from({ length: a.n }, (_, i) => ({ name: 'job', data: { i }, opts: { removeOnComplete: true } }));
+  const t0 = now();
+  for (const c of chunks(jobs)) await q.addBulk(c);
+  const dt = now() - t0;
+  await q.close();
+  return rate(a.n, dt);
+}
+
+async function runWorkerUntil(a, n, concurrency) {
+  let count = 0;
+  let last = 0;
+  let resolve;
+  const done = new Promise((r) => { resolve = r; });
+  const t0 = now();
+  const worker = new Worker(QUEUE, processor, { connection: connOpts(a.url), concurrency });
+  worker.on('completed', () => {
+    count += 1;
+    last = now();
+    if (count >= n) resolve();
+  });
+  const timer = setTimeout(() => resolve('timeout'), a.timeout * 1000);
+  const r = await done;
+  clearTimeout(timer);
+  await worker.close();
+  if (r === 'timeout') throw new Error(`timed out at ${count}/${n}`);
+  return rate(count, last - t0, { concurrency });
+}
+
+async function processCase(a) {
+  await fill(a, a.n);
+  return runWorkerUntil(a, a.n, a.concurrency);
+}
+
+async function blpopLoop(r, key, timeoutS) {
+  const deadline = now() + timeoutS;
+  while (now() < deadline) {
+    const v = await r.blpop(key, 1);
+    if (v) return v;
+  }
+  return null;
+}
+
+async function multi(a) {
+  const r = new IORedis(connOpts(a.url));
+  await fill(a, a.n);
+  const procs = [];
+  try {
+    for (let i = 0; i < a.procs; i++) {
+      procs.push(spawn(process.execPath, [__filename, '--case', 'child', '--url', a.url, '--n', String(a.n),
+        '--concurrency', String(a.concurrency), '--child', String(i), '--timeout', String(a.timeout)],
+      { stdio: ['ignore', 'ignore', 'inherit'] }));
+    }
+    const exited = procs.map(() => false);
+    procs.forEach((p, i) => p.on('exit', () => { exited[i] = true; }));
+    for (let i = 0; i < a.procs; i++) {
+      if (!(await r.blpop(READY_KEY, 60))) throw new Error('worker processes did not get ready in 60 s');
+    }
+    const t0 = wall();
+    await r.rpush(GO_KEY, ...Array(a.procs).fill('go'));
+    const deadline = now() + a.timeout;
+    for (;;) {
+      const vals = Object.values(await r.hgetall(PROGRESS_KEY)).map((v) => JSON.parse(v));
+      const total = vals.reduce((s, v) => s + v.count, 0);
+      if (total >= a.n) break;
+      if (exited.some((x) => x)) throw new Error('a worker process exited early');
+      if (now() > deadline) throw new Error(`timed out with ${total}/${a.n} done`);
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    await r.rpush(STOP_KEY, ...Array(a.procs).fill('stop'));
+    await Promise.all(procs.map((p, i) => (exited[i] ? null : new Promise((res) => p.on('exit', res)))));
+    const vals = Object.values(await r.hgetall(PROGRESS_KEY)).map((v) => JSON.parse(v));
+    const last = Math.max(...vals.map((v) => v.last));
+    const counts = vals.map((v) => v.count);
+    return rate(counts.reduce((s, c) => s + c, 0), last - t0, { procs: a.procs, concurrency: a.concurrency, per_proc: counts });
+  } finally {
+    for (const p of procs) if (p.exitCode === null) p.kill('SIGKILL');
+    r.disconnect();
+  }
+}
+
+async function child(a) {
+  const r = new IORedis(connOpts(a.url));
+  let count = 0;
+  let last = 0;
+  const publish = () => r.hset(PROGRESS_KEY, String(a.child), JSON.stringify({ count, last }));
+  await r.rpush(READY_KEY, String(a.child));
+  if (!(await blpopLoop(r, GO_KEY, 60))) throw new Error('no go signal');
+  const worker = new Worker(QUEUE, processor, { connection: connOpts(a.url), concurrency: a.concurrency });
+  worker.on('completed', () => { count += 1; last = wall(); });
+  const timer = setInterval(publish, 100);
+  const stopper = new IORedis(connOpts(a.url));
+  await blpopLoop(stopper, STOP_KEY, a.timeout);
+  stopper.disconnect();
+  clearInterval(timer);
+  await worker.close();
+  await publish();
+  r.disconnect();
+  return { count };
+}
+
+async function rr(a) {
+  await warm(a);
+  const q = new Queue(QUEUE, { connection: connOpts(a.url) });
+  const events = new QueueEvents(QUEUE, { connection: connOpts(a.url) });
+  const worker = new Worker(QUEUE, processor, { connection: connOpts(a.url), concurrency: 16 });
+  await events.waitUntilReady();
+  await worker.waitUntilReady();
+  await new Promise((res) => setTimeout(res, 200));
+  const lat = [];
+  try {
+    const t0 = now();
+    for (let i = 0; i < a.n; i++) {
+      const s = now();
+      const job = await q.add('job', { i }, { removeOnComplete: false });
+      await job.waitUntilFinished(events, 10000);
+      lat.push(now() - s);
+    }
+    const total = now() - t0;
+    const ms = lat.map((x) => x * 1000);
+    return rate(lat.length, total, { p50_ms: +percentile(ms, 0.5).toFixed(3), p99_ms: +percentile(ms, 0.99).toFixed(3),
+      max_ms: +Math.max(...ms).toFixed(3) });
+  } finally {
+    await worker.close();
+    await events.close();
+    await q.close();
+  }
+}
+
+async function memory(a) {
+  await fill(a, a.n, false);
+  await runWorkerUntil(a, a.n, 16);
+  const r = new IORedis(connOpts(a.url));
+  try {
+    const memoryOf = async (keys) => {
+      const p = r.pipeline();
+      for (const k of keys) p.call('MEMORY', 'USAGE', k, 'SAMPLES', '0');
+      const res = await p.exec();
+      return res.reduce((s, [, v]) => s + Number(v || 0), 0);
+    };
+    const ids = await r.zrange(`bull:${QUEUE}:completed`, 0, 199);
+    let sum = 0;
+    for (const id of ids) sum += await memoryOf(BULL_JOB_SUFFIXES.map((s) => `bull:${QUEUE}:${id}${s}`));
+    const jobAvg = ids.length ? sum / ids.length : 0;
+    const index = (await memoryOf([`bull:${QUEUE}:completed`])) / Math.max(a.n, 1);
+    return { n: a.n, sampled: ids.length, job_bytes: +jobAvg.toFixed(1), index_bytes: +index.toFixed(1),
+      bytes_per_job: +(jobAvg + index).toFixed(1) };
+  } finally {
+    r.disconnect();
+  }
+}
+
+const CASES = { seq_add: seqAdd, bulk_add: bulkAdd, process: processCase, multi, child, rr, memory };
+
+async function main() {
+  const a = parseArgs(process.argv.slice(2));
+  const fn = CASES[a.case];
+  if (!fn) throw new Error(`unknown case ${a.case}`);
+  const result = await fn(a);
+  process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
+}
+
+main().then(() => process.exit(0), (err) => {
+  console.error(err && err.stack ? err.stack : err);
+  process.exit(1);
+});

@@ -1,0 +1,223 @@
+"""Shared plumbing for the peer adapters (one subprocess per case).
+
+Every adapter is run as ``python -m bench.peers.<peer> --case CASE --url URL
+--n N [--concurrency C] [--procs P]`` from the repository root, and prints one
+line ``RESULT {json}`` on stdout. Cases:
+
+- ``seq_add``: N sequential adds, one awaited at a time -> ``ops_per_s``
+- ``bulk_add``: N jobs in chunks of 500, remove-on-complete -> ``ops_per_s``
+- ``process``: N no-op jobs pre-filled (untimed), one worker process with
+  ``--concurrency`` started and timed until the last completion -> ``ops_per_s``
+- ``multi``: the same with ``--procs`` worker processes (see ``run_multi``)
+- ``rr``: N sequential request-response round trips -> ``ops_per_s``, ``p50_ms``, ``p99_ms``
+- ``memory``: N jobs processed and kept; bytes of ``MEMORY USAGE`` per job
+- ``child``: internal, one worker process of ``multi``
+
+A case a peer cannot run prints ``{"unsupported": "why"}``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from typing import Callable, Dict, Iterable, List, Optional
+
+import redis
+
+CHUNK = 500
+QUEUE = "bench"
+WARMUP = 20
+
+READY_KEY = "bench:ready"
+GO_KEY = "bench:go"
+STOP_KEY = "bench:stop"
+PROGRESS_KEY = "bench:progress"
+
+
+def noop(*args, **kwargs):  # RQ needs an importable function
+    return None
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    p.add_argument("--case", required=True)
+    p.add_argument("--url", required=True)
+    p.add_argument("--n", type=int, default=1000)
+    p.add_argument("--concurrency", type=int, default=16)
+    p.add_argument("--procs", type=int, default=4)
+    p.add_argument("--child", type=int, default=0)
+    p.add_argument("--timeout", type=float, default=300.0)
+    return p.parse_args(argv)
+
+
+def emit(result: Dict) -> None:
+    sys.stdout.write("RESULT " + json.dumps(result) + "\n")
+    sys.stdout.flush()
+
+
+def rate(n: int, seconds: float, **extra) -> Dict:
+    out = {"n": n, "seconds": round(seconds, 4), "ops_per_s": round(n / seconds, 1) if seconds > 0 else None}
+    out.update(extra)
+    return out
+
+
+def percentile(values: List[float], q: float) -> float:
+    s = sorted(values)
+    if not s:
+        return float("nan")
+    k = (len(s) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def latency_result(latencies_s: List[float], total_s: float, **extra) -> Dict:
+    ms = [x * 1000.0 for x in latencies_s]
+    return rate(len(ms), total_s, p50_ms=round(percentile(ms, 0.5), 3),
+                p99_ms=round(percentile(ms, 0.99), 3), max_ms=round(max(ms), 3), **extra)
+
+
+def client(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url)
+
+
+def memory_of(r: redis.Redis, keys: Iterable) -> int:
+    """Sum of MEMORY USAGE (all samples) over existing keys."""
+    pipe = r.pipeline(transaction=False)
+    keys = list(keys)
+    for k in keys:
+        pipe.execute_command("MEMORY", "USAGE", k, "SAMPLES", "0")
+    return sum(int(v or 0) for v in pipe.execute())
+
+
+def memory_result(r: redis.Redis, job_keys: Dict[str, List], index_keys: List, n: int) -> Dict:
+    """``job_keys``: job id -> the keys that job owns. ``index_keys``: the sets
+    listing completed jobs (their memory is shared out per job)."""
+    per_job = [memory_of(r, keys) for keys in job_keys.values()]
+    index = memory_of(r, index_keys)
+    job_avg = sum(per_job) / len(per_job) if per_job else 0.0
+    return {"n": n, "sampled": len(per_job), "job_bytes": round(job_avg, 1),
+            "index_bytes": round(index / max(n, 1), 1),
+            "bytes_per_job": round(job_avg + index / max(n, 1), 1)}
+
+
+def chunks(seq: List, size: int = CHUNK):
+    for i in range(0, len(seq), size):
+        yield seq[i:i + size]
+
+
+# --------------------------------------------------------------------------
+# multi-process processing: a parent that fills the queue, starts P child
+# processes, gives them a common start signal through Redis, and stops them
+# once every job is done. Each child reports (count, wall-clock time of its
+# last completion) into a hash; elapsed = max(last) - t0. Polling only decides
+# when to stop; it does not affect the measured time.
+# --------------------------------------------------------------------------
+
+def run_multi(args: argparse.Namespace, module: str, fill: Callable[[int], None],
+              child_concurrency: Optional[int] = None) -> Dict:
+    r = client(args.url)
+    fill(args.n)
+    procs: List[subprocess.Popen] = []
+    conc = child_concurrency if child_concurrency is not None else args.concurrency
+    env = dict(os.environ)
+    try:
+        for i in range(args.procs):
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", module, "--case", "child", "--url", args.url,
+                 "--n", str(args.n), "--concurrency", str(conc), "--child", str(i),
+                 "--timeout", str(args.timeout)],
+                stdout=subprocess.DEVNULL, env=env))
+        for _ in range(args.procs):
+            if r.blpop([READY_KEY], timeout=60) is None:
+                raise RuntimeError("worker processes did not get ready in 60 s")
+        t0 = time.time()
+        r.rpush(GO_KEY, *["go"] * args.procs)
+        deadline = time.monotonic() + args.timeout
+        while True:
+            vals = [json.loads(v) for v in r.hvals(PROGRESS_KEY)]
+            if sum(v["count"] for v in vals) >= args.n:
+                break
+            if any(p.poll() is not None for p in procs):
+                raise RuntimeError("a worker process exited early")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"timed out with {sum(v['count'] for v in vals)}/{args.n} done")
+            time.sleep(0.05)
+        r.rpush(STOP_KEY, *["stop"] * args.procs)
+        for p in procs:
+            p.wait(timeout=60)
+        vals = [json.loads(v) for v in r.hvals(PROGRESS_KEY)]
+        last = max(v["last"] for v in vals)
+        counts = [v["count"] for v in vals]
+        return rate(sum(counts), last - t0, procs=args.procs, concurrency=conc, per_proc=counts)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=10)
+        r.close()
+
+
+class ChildReporter:
+    """In a child: count completions and publish progress every 0.1 s."""
+
+    def __init__(self, url: str, child: int) -> None:
+        self.r = client(url)
+        self.child = str(child)
+        self.count = 0
+        self.last = 0.0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def completed(self, *args) -> None:
+        with self._lock:
+            self.count += 1
+            self.last = time.time()
+
+    def ready_and_wait_go(self, timeout: float = 60.0) -> None:
+        self.r.rpush(READY_KEY, self.child)
+        deadline = time.monotonic() + timeout
+        while self.r.blpop([GO_KEY], timeout=1) is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError("no go signal")
+        self._thread.start()
+
+    def wait_stop(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.r.blpop([STOP_KEY], timeout=1) is not None:
+                return
+
+    def publish(self) -> None:
+        with self._lock:
+            payload = json.dumps({"count": self.count, "last": self.last})
+        self.r.hset(PROGRESS_KEY, self.child, payload)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            self.publish()
+
+    def finish(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        self.publish()
+        self.r.close()
+
+
+def unsupported(why: str) -> Dict:
+    return {"unsupported": why}
+
+
+BULL_JOB_SUFFIXES = ("", ":logs", ":lock", ":dependencies", ":processed", ":failed",
+                     ":unsuccessful")
+
+
+def bull_job_keys(queue: str, job_id: str, prefix: str = "bull") -> List[str]:
+    """Every key BullMQ v5 may keep for one job (absent ones count 0)."""
+    return [f"{prefix}:{queue}:{job_id}{s}" for s in BULL_JOB_SUFFIXES]

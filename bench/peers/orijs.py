@@ -1,0 +1,181 @@
+"""orijs_sync, through its public API (Queue, Worker, QueueEvents, Job)."""
+from __future__ import annotations
+
+import threading
+import time
+
+from orijs_sync import Queue, QueueEvents, Worker
+
+from bench.peers import common
+from bench.peers.common import QUEUE, CHUNK, WARMUP
+
+
+def processor(job):
+    return None
+
+
+def warm(url):
+    q = Queue("warm", connection=url)
+    for i in range(WARMUP):
+        q.add("job", {"i": i}, remove_on_complete=True)
+    q.add_bulk([{"name": "job", "data": {"i": i}, "opts": {"remove_on_complete": True}}
+                for i in range(WARMUP)])
+    r = common.client(url)
+    keys = list(r.scan_iter(match="bull:warm:*", count=1000))
+    if keys:
+        r.delete(*keys)
+    r.close()
+    q.close()
+
+
+def fill(url, n, remove=True):
+    q = Queue(QUEUE, connection=url)
+    jobs = [{"name": "job", "data": {"i": i}, "opts": {"remove_on_complete": remove}} for i in range(n)]
+    for chunk in common.chunks(jobs, CHUNK):
+        q.add_bulk(chunk)
+    q.close()
+
+
+def seq_add(args):
+    warm(args.url)
+    q = Queue(QUEUE, connection=args.url)
+    t0 = time.perf_counter()
+    for i in range(args.n):
+        q.add("job", {"i": i}, remove_on_complete=True)
+    dt = time.perf_counter() - t0
+    q.close()
+    return common.rate(args.n, dt)
+
+
+def bulk_add(args):
+    warm(args.url)
+    q = Queue(QUEUE, connection=args.url)
+    jobs = [{"name": "job", "data": {"i": i}, "opts": {"remove_on_complete": True}} for i in range(args.n)]
+    t0 = time.perf_counter()
+    for chunk in common.chunks(jobs, CHUNK):
+        q.add_bulk(chunk)
+    dt = time.perf_counter() - t0
+    q.close()
+    return common.rate(args.n, dt)
+
+
+def run_worker_until(args, n, concurrency):
+    done = threading.Event()
+    lock = threading.Lock()
+    state = {"count": 0, "last": 0.0}
+
+    def on_completed(job, result):
+        with lock:
+            state["count"] += 1
+            state["last"] = time.perf_counter()
+            if state["count"] >= n:
+                done.set()
+
+    t0 = time.perf_counter()
+    worker = Worker(QUEUE, processor, connection=args.url, concurrency=concurrency)
+    worker.on("completed", on_completed)
+    worker.start()
+    try:
+        if not done.wait(args.timeout):
+            raise RuntimeError(f"timed out at {state['count']}/{n}")
+    finally:
+        worker.close(timeout=30)
+    return common.rate(state["count"], state["last"] - t0, concurrency=concurrency)
+
+
+def process(args):
+    fill(args.url, args.n)
+    return run_worker_until(args, args.n, args.concurrency)
+
+
+def process_only(args):
+    """``process`` on a queue someone else filled (bench/profile_worker.py)."""
+    return run_worker_until(args, args.n, args.concurrency)
+
+
+def child(args):
+    rep = common.ChildReporter(args.url, args.child)
+    worker = Worker(QUEUE, processor, connection=args.url, concurrency=args.concurrency)
+    worker.on("completed", rep.completed)
+    rep.ready_and_wait_go()
+    worker.start()
+    rep.wait_stop(args.timeout)
+    worker.close(timeout=30)
+    rep.finish()
+    return {"count": rep.count}
+
+
+def rr(args):
+    """queue.add + job.wait_until_finished(events); the worker runs in this process."""
+    warm(args.url)
+    q = Queue(QUEUE, connection=args.url)
+    events = QueueEvents(QUEUE, connection=args.url)
+    worker = Worker(QUEUE, processor, connection=args.url, concurrency=16).start()
+    lat = []
+    try:
+        time.sleep(0.2)
+        t0 = time.perf_counter()
+        for i in range(args.n):
+            s = time.perf_counter()
+            job = q.add("job", {"i": i}, remove_on_complete=False)
+            job.wait_until_finished(events, timeout=10)
+            lat.append(time.perf_counter() - s)
+        total = time.perf_counter() - t0
+    finally:
+        worker.close(timeout=30)
+        events.close()
+        q.close()
+    return common.latency_result(lat, total)
+
+
+def emit(args):
+    """The OriJS event layer: BullMQEventProvider.emit(...).result(), handler in this process."""
+    try:
+        from orijs_sync.events import BullMQEventProvider
+    except ImportError as exc:
+        return common.unsupported(f"orijs_sync.events is not importable: {exc}")
+    provider = BullMQEventProvider(args.url).start()
+    lat = []
+    try:
+        provider.subscribe("bench.rr", lambda message: None)
+        for i in range(WARMUP):
+            provider.emit("bench.rr", {"i": i}).result(timeout=10)
+        t0 = time.perf_counter()
+        for i in range(args.n):
+            s = time.perf_counter()
+            provider.emit("bench.rr", {"i": i}).result(timeout=10)
+            lat.append(time.perf_counter() - s)
+        total = time.perf_counter() - t0
+    finally:
+        provider.stop(timeout=30)
+    return common.latency_result(lat, total)
+
+
+def memory(args):
+    fill(args.url, args.n, remove=False)
+    run_worker_until(args, args.n, 16)
+    r = common.client(args.url)
+    try:
+        ids = [m.decode() for m in r.zrange(f"bull:{QUEUE}:completed", 0, 199)]
+        job_keys = {jid: common.bull_job_keys(QUEUE, jid) for jid in ids}
+        return common.memory_result(r, job_keys, [f"bull:{QUEUE}:completed"], args.n)
+    finally:
+        r.close()
+
+
+CASES = {"seq_add": seq_add, "bulk_add": bulk_add, "process": process,
+         "process_only": process_only, "child": child,
+         "rr": rr, "emit": emit, "memory": memory}
+
+
+def main():
+    args = common.parse_args()
+    if args.case == "multi":
+        result = common.run_multi(args, "bench.peers.orijs", lambda n: fill(args.url, n))
+    else:
+        result = CASES[args.case](args)
+    common.emit(result)
+
+
+if __name__ == "__main__":
+    main()
