@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Mapping, Optional
@@ -36,7 +37,7 @@ class _Fetcher(Role):
         super().__init__(worker._fetch_stop)
         self.w = worker
         self.blocking = worker.connection.blocking_client(worker.drain_delay)
-        self._next_delayed = 0
+        self._drained = False    # "drained" is emitted once per emptying of the queue
 
     def loop(self) -> None:
         taken = self.w._take_slots()
@@ -47,7 +48,11 @@ class _Fetcher(Role):
         for job in jobs:
             self.w._dispatch(job)
         if jobs:
+            self._drained = False
             return
+        if not self._drained and not ttl:
+            self._drained = True
+            self.w._emit("drained")
         if ttl > 0:
             self.stop_event.wait(ttl / 1000.0)
             return
@@ -267,13 +272,14 @@ class Worker:
         if state == "closing":
             return self._wait_closed(timeout)
         self._shutdown_requested.set()
+        deadline = None if timeout is None else time.monotonic() + timeout
         fetcher = self._roles[0] if self._roles else None
         if fetcher is not None:
-            self._stop_role(fetcher)
-        drained = self._wait_idle(timeout)
+            self._stop_role(fetcher, deadline)
+        drained = self._wait_idle(None if deadline is None else max(deadline - time.monotonic(), 0))
         self._stop.set()
         for role in self._roles:
-            self._stop_role(role)
+            self._stop_role(role, deadline)
         if self._executor is not None:
             self._executor.shutdown(wait=drained)
         if fetcher is not None:
@@ -287,8 +293,13 @@ class Worker:
         return drained
 
     @staticmethod
-    def _stop_role(role: Role) -> None:
+    def _stop_role(role: Role, deadline: Optional[float]) -> None:
+        """Join a role whose stop event is set, interrupting its blocking call; past the
+        deadline the (daemon) thread is left to end on its own."""
         while not role.join(0.2):
+            if deadline is not None and time.monotonic() > deadline:
+                log.warning("worker role %s did not stop in time", role.name)
+                return
             role.interrupt()
 
     def _wait_idle(self, timeout: Optional[float]) -> bool:

@@ -206,3 +206,16 @@ def test_an_idle_worker_outlasts_redis_py_socket_timeouts(queue, redis_url, qnam
         job = queue.add("x", {})
         wait_until(lambda: queue.get_job_state(job.id) == "completed", 5)
     assert errors_seen == []
+
+
+def test_drained_is_emitted_once_per_emptying(queue, redis_url, qname):
+    drained = []
+    worker = Worker(qname, lambda j: None, connection=redis_url, drain_delay=0.2)
+    worker.on("drained", lambda: drained.append(time.monotonic()))
+    queue.add_bulk([{"name": "x", "data": {}} for _ in range(3)])
+    with worker:
+        wait_until(lambda: len(drained) == 1)
+        time.sleep(0.6)                  # several empty fetches: still one "drained"
+        assert len(drained) == 1
+        queue.add("x", {})
+        wait_until(lambda: len(drained) == 2)
