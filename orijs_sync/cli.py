@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import sys
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from . import errors
 from .queue import Queue

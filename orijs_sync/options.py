@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional
 
-from ._util import Seconds, to_ms
+from ._util import to_ms
 
 MAX_PRIORITY = 2 ** 21
 

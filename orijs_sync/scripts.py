@@ -12,7 +12,7 @@ import re
 import threading
 from importlib import resources
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import redis
 
