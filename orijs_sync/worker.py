@@ -104,8 +104,9 @@ class _Finisher(Role):
         if batch:
             self.write(batch)
 
-    def write(self, batch: List[Outcome]) -> None:
-        """Write a batch and hand its slots on (finisher thread, or a pool thread inline)."""
+    def write(self, batch: List[Outcome], keep_one: bool = False) -> Optional[Job]:
+        """Write a batch and hand its slots on (finisher thread, or a pool thread inline).
+        With ``keep_one``, the first next job is returned for the caller to run itself."""
         with self._cv:
             self._busy += 1
         try:
@@ -119,7 +120,7 @@ class _Finisher(Role):
         finally:
             with self._cv:
                 self._busy -= 1
-        self.w._after_finish(batch, next_jobs)
+        return self.w._after_finish(batch, next_jobs, keep_one)
 
     def interrupt(self) -> None:
         with self._cv:
@@ -379,31 +380,39 @@ class Worker:
             self._active[job.id] = job   # counted before the thread starts: close() waits for it
         self._executor.submit(self._run, job)
 
-    def _run(self, job: Job) -> None:
+    def _run(self, job: Optional[Job]) -> None:
         """Pool thread: run the handler; the outcome goes to the finisher, which keeps
-        the job's slot for the next job it takes. A job moved otherwise frees its slot."""
-        outcome = None
-        try:
-            outcome = self._runner.process(job)
-        except Exception:  # noqa: BLE001 - e.g. Redis down while retrying: the job will stall
-            log.exception("worker %s: unexpected error while processing job %s", self.name, job.id)
-        if outcome is not None:
+        the job's slot for the next job it takes. A lone job's outcome is written here,
+        and the next job that call took is run here too. A job moved otherwise (retried,
+        delayed...) frees its slot."""
+        while job is not None:
+            outcome = None
+            try:
+                outcome = self._runner.process(job)
+            except Exception:  # noqa: BLE001 - e.g. Redis down while retrying: the job will stall
+                log.exception("worker %s: unexpected error while processing job %s",
+                              self.name, job.id)
+            if outcome is None:
+                with self._cv:
+                    self._forget(job)
+                    self._free += 1
+                    self._cv.notify_all()
+                return
             with self._cv:
                 alone = len(self._active) == 1
-            if not self._finisher.submit(outcome, alone):
-                try:
-                    self._finisher.write([outcome])
-                except Exception:  # noqa: BLE001 - kept by the finisher, written on its next try
-                    log.warning("worker %s: writing job %s failed; the finisher retries it",
-                                self.name, job.id, exc_info=True)
-            return
-        with self._cv:
-            self._forget(job)
-            self._free += 1
-            self._cv.notify_all()
+            if self._finisher.submit(outcome, alone):
+                return
+            try:
+                job = self._finisher.write([outcome], keep_one=True)
+            except Exception:  # noqa: BLE001 - kept by the finisher, written on its next try
+                log.warning("worker %s: writing job %s failed; the finisher retries it",
+                            self.name, outcome.job.id, exc_info=True)
+                return
 
-    def _after_finish(self, batch: List[Outcome], next_jobs: List[Job]) -> None:
-        """Finisher thread: the batch is written; its slots go to the next jobs, the rest are freed."""
+    def _after_finish(self, batch: List[Outcome], next_jobs: List[Job],
+                      keep_one: bool = False) -> Optional[Job]:
+        """The batch is written; its slots go to the next jobs, the rest are freed. The
+        next jobs go to the pool, but for the first one when ``keep_one``: it is returned."""
         with self._cv:
             for outcome in batch:
                 self._forget(outcome.job)
@@ -413,9 +422,11 @@ class Worker:
             if released:
                 self._free += released
                 self._cv.notify_all()
+        kept = next_jobs.pop(0) if keep_one and next_jobs else None
         assert self._executor is not None
         for job in next_jobs:
             self._executor.submit(self._run, job)
+        return kept
 
     def _forget(self, job: Job) -> None:
         """Under ``_cv``: the job no longer needs its lock renewed."""
