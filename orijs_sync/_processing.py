@@ -87,7 +87,7 @@ class JobRunner:
         """Run a finishing script, retrying through a Redis blip for up to one lock
         duration, so that a finished job's outcome is not lost to a reconnect."""
         try:
-            return self.w.scripts.run(name, keys, args)
+            return self.w._run_hot_script(name, keys, args)
         except errors.ConnectionError:
             pass
         retrying = Retrying(retry=retry_if_exception_type(errors.ConnectionError),
@@ -95,7 +95,7 @@ class JobRunner:
                             stop=stop_after_delay(self.w.lock_duration_ms / 1000.0), reraise=True)
         for attempt in retrying:
             with attempt:
-                return self.w.scripts.run(name, keys, args)
+                return self.w._run_hot_script(name, keys, args)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def new_token(self) -> str:

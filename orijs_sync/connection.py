@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 import redis
 from redis.client import Pipeline
@@ -70,6 +70,9 @@ class RedisConnection:
         self.address = _address(self._kwargs)
         self.client = self._make_client(dict(self._kwargs))
         self._closed = False
+        self._local = threading.local()
+        self._direct_lock = threading.Lock()           # guards _direct
+        self._direct: List[redis.connection.AbstractConnection] = []
 
     @staticmethod
     def _resolve(connection: ConnectionLike) -> "tuple[Dict[str, Any], Any]":
@@ -115,6 +118,19 @@ class RedisConnection:
             kwargs["socket_timeout"] = longest_block + 5
         return BlockingClient(self._make_client(kwargs))
 
+    def direct_connection(self) -> redis.connection.AbstractConnection:
+        """The calling thread's own connection, for hot paths that skip redis-py's
+        client layer. Only for long-lived threads of a bounded set (a worker's): each
+        thread keeps its connection until ``close()``."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            pool = self.client.connection_pool
+            conn = pool.connection_class(**pool.connection_kwargs)
+            with self._direct_lock:
+                self._direct.append(conn)
+            self._local.conn = conn
+        return conn
+
     def ping(self) -> None:
         self.client.ping()
 
@@ -122,6 +138,10 @@ class RedisConnection:
         if not self._closed:
             self._closed = True
             self.client.connection_pool.disconnect()
+            with self._direct_lock:
+                direct, self._direct = self._direct, []
+            for conn in direct:
+                conn.disconnect()
 
 
 class BlockingClient:

@@ -74,6 +74,7 @@ class Job(JobActionsMixin, FlowJobMixin):
         self.token: Optional[str] = None
         self._worker: Any = None
         self._moved = False  # the handler moved the job itself (delayed, waiting-children)
+        self._finishing = False  # its outcome is being written (its lock is going away)
 
     # -- (de)serialization -------------------------------------------------
     @classmethod

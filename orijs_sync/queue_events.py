@@ -259,6 +259,7 @@ class QueueEvents:
         self._closed = True
         self._stop.set()
         if self._tailer is not None:
+            self._tailer.interrupt()
             while not self._tailer.join(0.2):
                 self._tailer.interrupt()
             self._tailer.blocking.close()

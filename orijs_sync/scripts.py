@@ -16,6 +16,8 @@ from typing import Any, Dict, Optional, Sequence
 
 import redis
 
+from . import errors
+
 _INCLUDE = re.compile(r'^---\s*@include\s+"([\w/-]+)"\s*$', re.MULTILINE)
 
 
@@ -68,3 +70,32 @@ class Scripts:
     def run(self, name: str, keys: Sequence[Any], args: Sequence[Any],
             client: Optional[Any] = None) -> Any:
         return self.get(name)(keys=list(keys), args=list(args), client=client or self._client)
+
+    def run_direct(self, conn: Any, name: str, keys: Sequence[Any], args: Sequence[Any],
+                   address: str) -> Any:
+        """EVALSHA on one raw connection (see ``RedisConnection.direct_connection``),
+        loading the script on NOSCRIPT. A failed send (a stale connection) is retried
+        once on a new connection, as the command never reached Redis; a failed read is
+        not (its outcome is unknown). Failures raise ``errors.ConnectionError``."""
+        script = self.get(name)
+        command = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        try:
+            _send(conn, command)
+            try:
+                return conn.read_response()
+            except redis.exceptions.NoScriptError:
+                _send(conn, ("SCRIPT", "LOAD", script.script))
+                conn.read_response()
+                _send(conn, command)
+                return conn.read_response()
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            conn.disconnect()
+            raise errors.ConnectionError(f"Redis at {address} failed: {exc}") from exc
+
+
+def _send(conn: Any, command: Sequence[Any]) -> None:
+    try:
+        conn.send_command(*command)
+    except (redis.exceptions.ConnectionError, OSError):
+        conn.disconnect()
+        conn.send_command(*command)

@@ -43,7 +43,11 @@ class _Fetcher(Role):
         taken = self.w._take_slots()
         if not taken:
             return
-        jobs, ttl, next_delayed = self.w._move_to_active(taken)
+        try:
+            jobs, ttl, next_delayed = self.w._move_to_active(taken)
+        except BaseException:
+            self.w._give_back_slots(taken)   # never lose a slot: the role retries after a pause
+            raise
         self.w._give_back_slots(taken - len(jobs))
         for job in jobs:
             self.w._dispatch(job)
@@ -109,10 +113,12 @@ class _Finisher(Role):
         With ``keep_one``, the first next job is returned for the caller to run itself."""
         with self._cv:
             self._busy += 1
+        self.w._set_finishing(batch, True)   # their locks go now: not for the renewer
         try:
             fetch = len(batch) if self.w._fetch_next_allowed() else 0
             next_jobs = self.w._runner.finish(batch, fetch)
         except Exception:
+            self.w._set_finishing(batch, False)
             with self._cv:       # keep them: written on the next try (the role backs off)
                 self._pending[:0] = batch
                 self._cv.notify()
@@ -297,6 +303,7 @@ class Worker:
     def _stop_role(role: Role, deadline: Optional[float]) -> None:
         """Join a role whose stop event is set, interrupting its blocking call; past the
         deadline the (daemon) thread is left to end on its own."""
+        role.interrupt()
         while not role.join(0.2):
             if deadline is not None and time.monotonic() > deadline:
                 log.warning("worker role %s did not stop in time", role.name)
@@ -362,11 +369,16 @@ class Worker:
 
     def _move_to_active(self, count: int) -> "tuple[List[Job], int, int]":
         k = self.keys
-        jobs_raw, ttl, next_delayed = self.scripts.run(
+        jobs_raw, ttl, next_delayed = self._run_hot_script(
             "moveToActive", [k.wait, k.active, k.marker],
             [k.base, now_ms(), dumps(self._runner.fetch_opts(count)), count])
         jobs = [self._job_from_reply(f, i, t) for f, i, t in jobs_raw]
         return jobs, int(ttl), int(next_delayed)
+
+    def _run_hot_script(self, name: str, keys: List[str], args: List[Any]) -> Any:
+        """The per-job scripts, on the calling worker thread's own connection."""
+        return self.scripts.run_direct(self.connection.direct_connection(), name, keys, args,
+                                       self.connection.address)
 
     def _job_from_reply(self, fields: List[str], job_id: str, token: str) -> Job:
         job = Job.from_hash(self.queue, str(job_id), dict(zip(fields[::2], fields[1::2])))
@@ -428,6 +440,11 @@ class Worker:
             self._executor.submit(self._run, job)
         return kept
 
+    def _set_finishing(self, batch: List[Outcome], finishing: bool) -> None:
+        with self._cv:
+            for outcome in batch:
+                outcome.job._finishing = finishing
+
     def _forget(self, job: Job) -> None:
         """Under ``_cv``: the job no longer needs its lock renewed."""
         if self._active.get(job.id) is job:
@@ -439,7 +456,8 @@ class Worker:
     # -- lock renewal and stalled checks -----------------------------------
     def _renew_locks(self) -> None:
         with self._cv:
-            snapshot = [(job_id, job.token) for job_id, job in self._active.items()]
+            snapshot = [(job_id, job.token) for job_id, job in self._active.items()
+                        if not job._finishing]
         if not snapshot:
             return
         k = self.keys
@@ -447,7 +465,9 @@ class Worker:
                                 [k.base, dumps([s[0] for s in snapshot]),
                                  dumps([s[1] for s in snapshot]), self.lock_duration_ms])
         with self._cv:   # a job that finished meanwhile is not lost
-            lost = [i for i in lost if i in self._active and self._active[i].token == dict(snapshot)[i]]
+            tokens = dict(snapshot)
+            lost = [i for i in lost if i in self._active and not self._active[i]._finishing
+                    and self._active[i].token == tokens[i]]
         for job_id in lost:
             log.warning("worker %s lost the lock of job %s; its result will not be written",
                         self.name, job_id)

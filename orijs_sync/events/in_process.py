@@ -20,7 +20,7 @@ from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
 from .. import errors
 from .._util import Seconds, dumps, to_seconds
 from . import context
-from ._timer import Timer, TimerHandle
+from .._timer import Timer, TimerHandle
 from .completion_tracker import DEFAULT_TIMEOUT
 from .message import EventMessage, validate_event_name
 from .provider import EventHandler

@@ -1,7 +1,8 @@
 """One timer thread with a heap: call functions at monotonic deadlines.
 
-Used for completion timeouts (one thread however many emits are pending), and by
-the in-process provider for delays, retries and schedules. Cancelling an entry
+Shared by the event and workflow layers: completion and workflow timeouts (one
+thread however many are pending), delayed cleanups, and the in-process
+providers' delays, retries and schedules. Never a thread per timeout. Cancelling an entry
 is O(1) (it is marked, not removed); the heap is rebuilt when half of it is
 cancelled entries, so its size tracks the live entries and drops to zero when
 nothing is pending.
@@ -15,7 +16,7 @@ import threading
 import time
 from typing import Any, Callable, List, Optional
 
-from .. import errors
+from . import errors
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ class TimerHandle:
     def __init__(self, deadline: float, seq: int, fn: Callable[[], Any]) -> None:
         self.deadline = deadline
         self.seq = seq
-        self.fn = fn
+        self.fn: Optional[Callable[[], Any]] = fn
         self.cancelled = False
 
     def __lt__(self, other: "TimerHandle") -> bool:
@@ -75,7 +76,7 @@ class Timer:
             if handle.cancelled or handle.fn is None:
                 return False
             handle.cancelled = True
-            handle.fn = None  # type: ignore[assignment]  # drop references at once
+            handle.fn = None  # drop references at once
             self._stale += 1
             if self._stale * 2 >= len(self._heap):
                 self._heap = [h for h in self._heap if not h.cancelled]
@@ -114,7 +115,7 @@ class Timer:
                         self._cond.wait(wait)
                         continue
                     heapq.heappop(self._heap)
-                    fn, top.fn = top.fn, None  # type: ignore[assignment]
+                    fn, top.fn = top.fn, None
             try:
                 fn()
             except Exception:  # noqa: BLE001 - one callback must not stop the timer
@@ -126,7 +127,7 @@ class Timer:
             self._stopped = True
             for handle in self._heap:
                 handle.cancelled = True
-                handle.fn = None  # type: ignore[assignment]
+                handle.fn = None
             self._heap = []
             self._stale = 0
             self._cond.notify_all()

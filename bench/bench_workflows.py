@@ -1,0 +1,133 @@
+#!/usr/bin/env python
+"""Workflows/s of a 3-step workflow beside plain jobs/s, in the same run, same Redis.
+
+    python bench/bench_workflows.py                    # $REDIS_URL, else a redis-server it starts
+    python bench/bench_workflows.py --count 2000 --concurrency 16
+    python bench/bench_workflows.py --url redis://127.0.0.1:6379/0
+
+Two shapes, each measured for plain jobs and for workflows:
+
+- ``burst``: ``count`` submissions back to back (``Queue.add`` / ``provider.execute``),
+  then wait for every outcome (a QueueEvents ``completed`` listener / the handle):
+  throughput.
+- ``sequential``: ``count / 4`` submissions, each waited for before the next: latency.
+
+One process plays both sides (the workers and the caller). A 3-step workflow is 4
+jobs in Redis (3 steps + the workflow job, each taking children values and writing
+a result wrapper), so a ratio near 1/4 of plain jobs is the expected order. Prints
+the figures; asserts nothing. Run by hand.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import threading
+import time
+import uuid
+from typing import Any, Callable, Dict, List
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from orijs_sync import Queue, QueueEvents, Worker  # noqa: E402
+from orijs_sync.testing import delete_keys, local_redis  # noqa: E402
+from orijs_sync.workflows import BullMQWorkflowProvider, Workflow  # noqa: E402
+
+
+def burst(submit: Callable[[int], object], wait: Callable[[object], object],
+          count: int) -> float:
+    started = time.perf_counter()
+    pending = [submit(n) for n in range(count)]
+    for item in pending:
+        wait(item)
+    return count / (time.perf_counter() - started)
+
+
+def sequential(submit: Callable[[int], object], wait: Callable[[object], object],
+               count: int) -> List[float]:
+    samples = []
+    for n in range(count):
+        t0 = time.perf_counter()
+        wait(submit(n))
+        samples.append(time.perf_counter() - t0)
+    return sorted(samples)
+
+
+def report(label: str, rate: float, samples: List[float]) -> None:
+    p50 = samples[len(samples) // 2] * 1000
+    p99 = samples[min(len(samples) - 1, int(len(samples) * 0.99))] * 1000
+    print(f"{label:<22} burst {rate:8.1f}/s   sequential p50 {p50:7.2f} ms  "
+          f"p99 {p99:7.2f} ms  mean {statistics.fmean(samples) * 1000:7.2f} ms")
+
+
+def run(url: str, count: int, concurrency: int) -> None:
+    tag = f"bench-wf-{uuid.uuid4().hex[:8]}"
+    try:
+        # -- plain jobs -----------------------------------------------------
+        queue = Queue(f"{tag}-plain", connection=url)
+        events = QueueEvents([queue.name], connection=url)
+        finished: Dict[str, object] = {}
+        cond = threading.Condition()
+
+        def on_completed(job_id: str, value: object) -> None:   # the events thread
+            with cond:
+                finished[job_id] = value
+                cond.notify_all()
+
+        def done(job: Any) -> object:
+            with cond:
+                if not cond.wait_for(lambda: job.id in finished, timeout=60):
+                    raise TimeoutError(f"job {job.id} did not finish")
+                return finished.pop(job.id)
+
+        events.on("completed", on_completed)
+        worker = Worker(queue.name, lambda job: {"n": job.data["n"]}, connection=url,
+                        concurrency=concurrency).start()
+        try:
+            add = lambda n: queue.add("job", {"n": n})                       # noqa: E731
+            burst(add, done, min(200, count))                                   # warm-up
+            plain_rate = burst(add, done, count)
+            plain_seq = sequential(add, done, max(count // 4, 1))
+        finally:
+            worker.close()
+            events.close()
+            queue.close()
+        # -- 3-step workflows ----------------------------------------------
+        wf = (Workflow("Bench")
+              .step("a", lambda ctx: {"a": ctx.data["n"]})
+              .step("b", lambda ctx: {"b": ctx.get_result("a")["a"] + 1})
+              .step("c", lambda ctx: {"c": ctx.get_result("b")["b"] + 1}))
+        provider = BullMQWorkflowProvider(url, queue_prefix=f"{tag}.workflow",
+                                          concurrency=concurrency)
+        provider.register(wf)
+        with provider:
+            execute = lambda n: provider.execute(wf, {"n": n})                 # noqa: E731
+            result = lambda handle: handle.result(timeout=120)                 # noqa: E731
+            burst(execute, result, min(200, count))                            # warm-up
+            wf_rate = burst(execute, result, count)
+            wf_seq = sequential(execute, result, max(count // 4, 1))
+        print(f"count {count} (sequential {max(count // 4, 1)}), concurrency {concurrency}, "
+              f"cores {os.cpu_count()}")
+        report("plain job", plain_rate, plain_seq)
+        report("3-step workflow", wf_rate, wf_seq)
+        print(f"{'ratio':<22} burst {wf_rate / plain_rate:8.3f}    (workflows/s / jobs/s; "
+              "a workflow here is 4 jobs)")
+    finally:
+        delete_keys(url, f"*{tag}*")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=10)
+    parser.add_argument("--url", default=None, help="Redis URL (default: $REDIS_URL or a "
+                                                     "redis-server started for the run)")
+    args = parser.parse_args()
+    with local_redis(args.url) as url:
+        run(url, args.count, args.concurrency)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

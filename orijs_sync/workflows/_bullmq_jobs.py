@@ -1,0 +1,169 @@
+"""What the BullMQ provider's workers do with step jobs and workflow jobs, and how a
+failed workflow's error is read back from Redis by whichever process waits for it.
+
+Step job: results so far = ``flatten_child_results(job.get_children_values())``; run
+the step (or the members of a ``__parallel__:a,b`` group); return a result wrapper.
+On a failure that will not be retried: run the rollbacks of every completed step in
+reverse order (a parallel group's successful members first), write a summary line
+to the job's logs, settle the handle at once if it is waiting in this process, and
+raise the step's own error (the job's ``failedReason``). ``fail_parent_on_failure``
+then fails each job above it with ``child <key> failed``, up to the workflow job.
+
+When a group member fails and the group will be retried, only the members that
+succeeded are rolled back (the retry runs them again); earlier steps are kept.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
+
+from .. import errors
+from .._util import dumps
+from ..job import Job
+from ._execution import (FAILURE_LOG_TAG, GroupFailed, completed_order, error_from_summary,
+                         failure_summary)
+from .context import WorkflowContext
+from .definition import PARALLEL_PREFIX
+from .errors import WorkflowFailedError
+from .flow_builder import parallel_members
+from .results import (flatten_child_results, parallel_result_wrapper, result_key,
+                      step_result_wrapper)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .bullmq_provider import BullMQWorkflowProvider
+
+log = logging.getLogger(__name__)
+
+CHILD_FAILED = re.compile(r"^child (.+) failed$")
+MAX_DEPTH = 10_000
+
+
+class JobProcessor:
+    """The handlers of one provider's step workers and workflow workers."""
+
+    def __init__(self, provider: "BullMQWorkflowProvider") -> None:
+        self.p = provider
+
+    # -- step jobs -----------------------------------------------------------
+    def process_step(self, workflow_name: str, job: Job) -> Any:
+        data = job.data if isinstance(job.data, dict) else {}
+        step_name, flow_id = data.get("stepName"), data.get("flowId")
+        if data.get("type") != "step" or not isinstance(step_name, str) \
+                or not isinstance(flow_id, str):
+            raise errors.UnrecoverableError(f"job {job.id} is not a workflow step job")
+        prior = flatten_child_results(job.get_children_values())
+        ctx = self._context(workflow_name, flow_id, data, prior, step_name, job)
+        parallel = step_name.startswith(PARALLEL_PREFIX)
+        names = parallel_members(step_name) if parallel else [step_name]
+        registry = self.p.step_registry
+        try:
+            results = self.p._executor.run_group(
+                names, lambda n: registry.get_step(workflow_name, n), ctx, parallel)
+        except GroupFailed as failure:
+            self._fail(job, workflow_name, ctx, prior, failure.step_name, failure.error,
+                       failure.succeeded)
+            raise failure.error from None
+        if parallel:
+            return parallel_result_wrapper(results, prior)
+        return step_result_wrapper(step_name, results[step_name], prior)
+
+    # -- workflow jobs -------------------------------------------------------
+    def process_workflow(self, workflow_name: str, job: Job) -> Any:
+        data = job.data if isinstance(job.data, dict) else {}
+        flow_id = data.get("flowId")
+        if data.get("type") != "workflow" or not isinstance(flow_id, str):
+            raise errors.UnrecoverableError(f"job {job.id} is not a workflow job")
+        results = flatten_child_results(job.get_children_values())
+        definition = self.p._definitions.get(workflow_name)
+        if definition is None or definition.on_complete is None:
+            return results
+        ctx = self._context(workflow_name, flow_id, data, results, None, job)
+        try:
+            return self.p._executor.call(definition.on_complete, ctx)
+        except Exception as exc:  # noqa: BLE001 - the workflow fails; steps roll back
+            self._fail(job, workflow_name, ctx, results, None, exc, {})
+            raise
+
+    # -- helpers -------------------------------------------------------------
+    def _context(self, workflow_name: str, flow_id: str, data: Mapping[str, Any],
+                 results: Dict[str, Any], step_name: Optional[str], job: Job) -> WorkflowContext:
+        meta = data.get("meta")
+        return WorkflowContext(flow_id, workflow_name, data.get("workflowData"), results,
+                               dict(meta) if isinstance(meta, dict) else {}, step_name,
+                               self.p.provider_id, job.attempts_made + 1)
+
+    def _fail(self, job: Job, workflow_name: str, ctx: WorkflowContext,
+              prior: Mapping[str, Any], step_name: Optional[str], error: BaseException,
+              succeeded: Mapping[str, Any]) -> None:
+        final = (isinstance(error, errors.UnrecoverableError)
+                 or job.attempts_made + 1 >= job.attempts)
+        completed = dict(prior)
+        completed.update({result_key(k): v for k, v in succeeded.items()})
+        registry = self.p.step_registry
+
+        def get_rollback(name: str) -> Any:
+            return registry.get_rollback(workflow_name, name)
+
+        if not final:
+            if succeeded:
+                self.p._executor.rollback(list(succeeded), completed, get_rollback, ctx)
+            return
+        definition = self.p._definitions.get(workflow_name)
+        order = completed_order(definition.step_names if definition else [], completed)
+        rolled_back, rollback_errors = self.p._executor.rollback(order, completed,
+                                                                 get_rollback, ctx)
+        summary = failure_summary(step_name, error, rolled_back, rollback_errors)
+        try:
+            job.log(FAILURE_LOG_TAG + dumps(summary))
+        except Exception:  # noqa: BLE001 - the waiting side falls back to failedReason
+            log.warning("workflow %s (%s): could not log the failure summary on job %s",
+                        workflow_name, ctx.flow_id, job.id, exc_info=True)
+        err = error_from_summary(workflow_name, ctx.flow_id, summary, cause=error,
+                                 rollback_errors=rollback_errors)
+        self.p._settle_failed_locally(workflow_name, ctx.flow_id, err)
+
+
+def read_failure(producer: Any, workflow_name: str, flow_id: str, queue_name: str,
+                 fallback_reason: str = "") -> WorkflowFailedError:
+    """The error of a failed workflow job, rebuilt from Redis: follow ``child <key>
+    failed`` down to the job that failed first, then read its summary log line."""
+    reason = fallback_reason
+    try:
+        queue = producer.queue(queue_name)
+        job = queue.get_job(flow_id)
+        for _ in range(MAX_DEPTH):
+            if job is None:
+                break
+            reason = job.failed_reason or reason
+            match = CHILD_FAILED.match(job.failed_reason or "")
+            if match:
+                prefix, child_queue, child_id = match.group(1).rsplit(":", 2)
+                queue = producer.queue(child_queue, prefix)
+                job = queue.get_job(child_id)
+                continue
+            summary = _summary_from_logs(queue.get_job_logs(job.id, -20, -1)["logs"])
+            if summary is None:
+                data = job.data if isinstance(job.data, dict) else {}
+                step = data.get("stepName") if data.get("type") == "step" else None
+                summary = {"step": step, "errorType": "Error", "message": reason}
+            return error_from_summary(workflow_name, flow_id, summary)
+    except Exception:  # noqa: BLE001 - Redis trouble: report what the event said
+        log.warning("workflow %s (%s): could not read the failure from Redis", workflow_name,
+                    flow_id, exc_info=True)
+    return error_from_summary(workflow_name, flow_id,
+                              {"step": None, "errorType": "Error",
+                               "message": reason or "workflow failed"})
+
+
+def _summary_from_logs(lines: Any) -> Optional[Dict[str, Any]]:
+    for line in reversed(list(lines or ())):
+        if isinstance(line, str) and line.startswith(FAILURE_LOG_TAG):
+            try:
+                summary = json.loads(line[len(FAILURE_LOG_TAG):])
+            except ValueError:
+                continue
+            if isinstance(summary, dict):
+                return summary
+    return None

@@ -1,0 +1,311 @@
+"""BullMQWorkflowProvider: workflows as BullMQ flows, any process may run any step.
+
+    provider = BullMQWorkflowProvider("redis://...", queue_prefix="workflow")
+    provider.register(order)                 # this process runs the workflow's steps
+    provider.register_emitter("Other")       # this one only starts "Other" workflows
+    provider.start()
+    handle = provider.execute(order, {"orderId": "1"}, idempotency_key="order-1")
+    handle.result(timeout=35)
+    provider.stop()
+
+No per-flow state is needed to run a workflow: step results travel up the job
+tree (see :mod:`.results`), handlers come from the :class:`StepRegistry`. The
+process that calls ``execute`` keeps a pending result and a local status per flow
+(:class:`FlowTracker`), settled by one :class:`QueueEvents` thread over every
+workflow queue it knows, by a local step failure, or by the timeout (base +
+``stall_interval``; before rejecting, the job's state is read from Redis).
+
+Threads, all owned and joined by :meth:`stop`: two workers per registered workflow
+(step jobs and workflow jobs), one events thread, one timer thread, a pool for
+parallel members and timed steps, a small pool for Redis reads the events and
+timer threads must not block on.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+
+from .. import errors
+from .. import options as job_options
+from .._util import Seconds
+from ..connection import ConnectionLike, as_connection
+from ..flow_producer import FlowProducer
+from ..queue_events import QueueEvent, QueueEvents
+from ..worker import Worker
+from ._base import MIN_STALL_INTERVAL, ProviderBase
+from ._bullmq_jobs import JobProcessor, read_failure
+from ._registry import FlowRegistry
+from .definition import Workflow
+from .errors import WorkflowTimeoutError
+from .flow_builder import FlowBuilder
+from .handle import FlowHandle, Pending
+from .step_registry import StepRegistry
+
+log = logging.getLogger(__name__)
+
+__all__ = ["BullMQWorkflowProvider", "MIN_STALL_INTERVAL"]
+
+_STATUS = {"completed": "completed", "failed": "failed", "unknown": "unknown"}
+
+
+class BullMQWorkflowProvider(ProviderBase):
+    """Durations are seconds. ``stall_interval`` (>= 5) is the workers' stalled-check
+    interval and lock duration: a step whose process dies runs again elsewhere after
+    about one to two intervals, and every timeout is extended by it. ``concurrency``
+    is per worker (each registered workflow has a step worker and a workflow worker);
+    ``parallel_workers`` bounds the threads running parallel members and timed steps."""
+
+    def __init__(self, connection: ConnectionLike = None, queue_prefix: str = "workflow",
+                 default_timeout: Seconds = 30.0, stall_interval: Seconds = 5.0,
+                 step_timeout: Seconds = 0.0, max_flow_states: int = 10_000,
+                 provider_id: Optional[str] = None, *,
+                 flow_state_cleanup_delay: Seconds = 300.0, prefix: str = "bull",
+                 concurrency: int = 10, parallel_workers: int = 16,
+                 step_registry: Optional[StepRegistry] = None,
+                 default_step_options: Optional[Mapping[str, Any]] = None) -> None:
+        self.flow_builder = FlowBuilder(queue_prefix)
+        super().__init__(name=queue_prefix, default_timeout=default_timeout,
+                         stall_interval=stall_interval, step_timeout=step_timeout,
+                         max_flow_states=max_flow_states, provider_id=provider_id,
+                         flow_state_cleanup_delay=flow_state_cleanup_delay,
+                         concurrency=concurrency, parallel_workers=parallel_workers,
+                         step_registry=step_registry,
+                         default_step_options=default_step_options)
+        job_options.encode(self.default_step_options)     # bad options fail here, not later
+        self.queue_prefix = queue_prefix
+        self.prefix = prefix
+        self._connection = as_connection(connection)
+        self._owns_connection = self._connection is not connection
+        self._producer = FlowProducer(self._connection, prefix=prefix)
+        self.flow_registry = FlowRegistry(self._connection.client, queue_prefix)
+        self._aux = ThreadPoolExecutor(4, thread_name_prefix="orijs-workflow-aux")
+        self._processor = JobProcessor(self)
+        self._by_queue: Dict[str, str] = {}    # workflow queue name -> workflow name
+        self._workers: Dict[str, Tuple[Worker, Worker]] = {}
+        self._events: Optional[QueueEvents] = None
+
+    # -- registration ------------------------------------------------------
+    def _registered(self, workflow_name: str, consumer: bool) -> None:
+        queue_name = self.flow_builder.workflow_queue(workflow_name)
+        self._by_queue[queue_name] = workflow_name
+        if self._events is not None:
+            self._events.add_queue(queue_name)
+        if consumer and self._state == "started" and workflow_name not in self._workers:
+            self._start_workers(workflow_name)
+
+    def _start_workers(self, workflow_name: str) -> None:
+        options: Dict[str, Any] = dict(connection=self._connection, prefix=self.prefix,
+                                       concurrency=self.concurrency,
+                                       stalled_interval=self.stall_interval,
+                                       lock_duration=self.stall_interval,
+                                       worker_name=self.provider_id)
+        p = self._processor
+        steps = Worker(self.flow_builder.steps_queue(workflow_name),
+                       lambda job: p.process_step(workflow_name, job), **options)
+        flows = Worker(self.flow_builder.workflow_queue(workflow_name),
+                       lambda job: p.process_workflow(workflow_name, job), **options)
+        self._workers[workflow_name] = (steps, flows)
+        steps.start()
+        flows.start()
+
+    # -- lifecycle ---------------------------------------------------------
+    def start(self) -> "BullMQWorkflowProvider":
+        """Start the events thread, the timer, and the workers of registered workflows."""
+        with self._lock:
+            self._refuse_if_stopped()
+            if self._state == "started":
+                return self
+            self._connection.ping()
+            self._timer.start()
+            events = QueueEvents(list(self._by_queue), connection=self._connection,
+                                 prefix=self.prefix, autorun=False)
+            events.on_event(self._on_event)
+            self._events = events
+            events.start()
+            self._state = "started"
+            for name in self._definitions:
+                self._start_workers(name)
+        return self
+
+    def stop(self, timeout: Optional[float] = None) -> None:
+        """Workers first (running steps finish, up to ``timeout`` seconds each), then the
+        events thread, the timer and the pools; pending handles fail with
+        ``ShutdownError``. Idempotent."""
+        with self._lock:
+            if self._state == "stopped":
+                return
+            self._state = "stopped"
+            workers = list(self._workers.values())
+            self._workers.clear()
+            events, self._events = self._events, None
+        _close_all([steps for steps, _ in workers], timeout)   # step workers first
+        _close_all([flows for _, flows in workers], timeout)
+        if events is not None:
+            events.close()
+        self._aux.shutdown(wait=True)       # Redis reads under way finish and settle
+        self._timer.stop()                  # (a timeout firing now finds the pool shut)
+        self._executor.shutdown()
+        shutdown = errors.ShutdownError("the workflow provider stopped")
+        for pending in self._tracker.close():
+            pending.handle._settle(exc=shutdown)
+        self._producer.close()
+        if self._owns_connection:
+            self._connection.close()
+
+    # -- execute -----------------------------------------------------------
+    def execute(self, workflow: Union[Workflow, str], data: Any = None, *,
+                meta: Optional[Mapping[str, Any]] = None, timeout: Optional[Seconds] = None,
+                idempotency_key: Optional[str] = None) -> FlowHandle:
+        """Add the workflow's flow and return its handle at once. ``timeout`` seconds
+        (default ``default_timeout``; 0 = none) plus ``stall_interval``. With an
+        ``idempotency_key`` (the flow id; no ':'), executing again adds nothing and
+        the handle settles with the first run's outcome."""
+        call = self._prepare(workflow, data, meta, timeout, idempotency_key)
+        key, flow_id = call.key, call.flow_id
+        tree = self.flow_builder.build(call.definition, flow_id, call.data, call.meta,
+                                       self.default_step_options)
+        handle = FlowHandle(flow_id, key[0], self.get_status)
+        self._tracker.track(key)      # duplicates are Redis's to decide
+        pending = self._tracker.add_pending(key, handle, call.timeout, self._on_timeout)  # FIRST
+        queue = self._producer.queue(self.flow_builder.workflow_queue(key[0]))
+        try:
+            exists = idempotency_key is not None and queue.get_job_state(flow_id) != "unknown"
+            if not exists:
+                self._producer.add(tree)                                                # THEN
+        except Exception as exc:  # noqa: BLE001 - the handle carries it
+            if self._tracker.claim(pending):
+                self._tracker.set_status(key, "failed")
+                handle._settle(exc=exc)
+            return handle
+        self._tracker.set_status(key, "running", only_from="pending")
+        self.flow_registry.register(flow_id, key[0])
+        if exists:
+            self._settle_from_redis(key, [pending])
+        return handle
+
+    # -- settling ----------------------------------------------------------
+    def _on_event(self, ev: QueueEvent) -> None:
+        """Events thread: settle the flows waiting here; Redis reads go to the aux pool."""
+        if ev.event not in ("completed", "failed") or ev.job_id is None:
+            return
+        name = self._by_queue.get(ev.queue)
+        if name is None:
+            return
+        key = (name, ev.job_id)
+        if not self._tracker.has_pending(key):
+            return
+        claimed = self._tracker.claim_all(key)
+        if not claimed:
+            return
+        if ev.event == "completed":
+            self._settle(key, claimed, True, ev.value)
+        else:
+            if not self._submit(self._settle_read_failure, key, claimed,
+                                ev.fields.get("failedReason", "")):
+                self._settle(key, claimed, False,
+                             errors.ShutdownError("the workflow provider stopped"))
+
+    def _settle(self, key: Tuple[str, str], claimed: List[Pending], ok: bool,
+                value: Any) -> None:
+        self._tracker.set_status(key, "completed" if ok else "failed")
+        for pending in claimed:
+            if ok:
+                pending.handle._settle(result=value)
+            else:
+                pending.handle._settle(exc=value)
+
+    def _settle_read_failure(self, key: Tuple[str, str], claimed: List[Pending],
+                             reason: str) -> None:
+        err = read_failure(self._producer, key[0], key[1],
+                           self.flow_builder.workflow_queue(key[0]), reason)
+        self._settle(key, claimed, False, err)
+
+    def _settle_failed_locally(self, workflow_name: str, flow_id: str,
+                               err: BaseException) -> None:
+        """A step failed for good in this process: settle the handle without waiting for
+        the failure to climb the tree."""
+        key = (workflow_name, flow_id)
+        claimed = self._tracker.claim_all(key)
+        if claimed:
+            self._settle(key, claimed, False, err)
+
+    def _settle_from_redis(self, key: Tuple[str, str], candidates: List[Pending],
+                           timeout_error: Optional[BaseException] = None) -> None:
+        """Settle from the workflow job's state in Redis: completed or failed; else
+        reject with ``timeout_error`` if given, or leave pending."""
+        queue = self._producer.queue(self.flow_builder.workflow_queue(key[0]))
+        try:
+            state = queue.get_job_state(key[1])
+            job = queue.get_job(key[1]) if state in ("completed", "failed") else None
+        except Exception:  # noqa: BLE001 - Redis unreachable: judge by what we have
+            log.warning("workflow %s (%s): could not read its state", key[0], key[1],
+                        exc_info=True)
+            state, job = "unknown", None
+        claimed = [p for p in candidates if not p.settled]
+        if job is not None and state == "completed":
+            self._settle(key, [p for p in claimed if self._tracker.claim(p)], True,
+                         job.returnvalue)
+        elif job is not None and state == "failed":
+            err = read_failure(self._producer, key[0], key[1], queue.name,
+                               job.failed_reason or "")
+            self._settle(key, [p for p in claimed if self._tracker.claim(p)], False, err)
+        elif timeout_error is not None:
+            for pending in claimed:
+                if self._tracker.claim(pending):
+                    pending.handle._settle(exc=timeout_error)
+            if not self._tracker.has_pending(key):
+                self._tracker.forget(key)    # status() now asks Redis
+
+    def _on_timeout(self, pending: Pending) -> None:
+        """Timer thread: check Redis (on the aux pool) before rejecting."""
+        key = pending.key
+        self._submit(self._settle_from_redis, key, [pending],
+                     WorkflowTimeoutError(key[0], key[1], pending.timeout))
+
+    def _submit(self, fn: Any, *args: Any) -> bool:
+        """Run on the aux pool; False once it is shut down (stop() then fails every
+        handle still pending with ShutdownError)."""
+        try:
+            self._aux.submit(fn, *args)
+            return True
+        except RuntimeError:
+            return False
+
+    # -- status ------------------------------------------------------------
+    def _job_state(self, workflow_name: str, flow_id: str) -> str:
+        return self._producer.queue(self.flow_builder.workflow_queue(workflow_name)) \
+            .get_job_state(flow_id)
+
+    def lookup_flow(self, flow_id: str) -> Optional[str]:
+        """The workflow name of a flow: the registry key, else a search of the known
+        workflow queues (None if not found)."""
+        return self.flow_registry.lookup(flow_id, self._known_names(),
+                                         lambda n, f: self._job_state(n, f) != "unknown")
+
+    def get_status(self, flow_id: str, workflow_name: Optional[str] = None) -> str:
+        """pending, running, completed, failed, or unknown: the local state when this
+        process started the flow, else the workflow job's state in Redis."""
+        local = self._local_status(flow_id, workflow_name)
+        if local is not None:
+            return local
+        found = workflow_name or self.lookup_flow(flow_id)
+        if found is None:
+            return "unknown"
+        return _STATUS.get(self._job_state(found, flow_id), "running")
+
+
+def _close_all(workers: List[Worker], timeout: Optional[float]) -> None:
+    """Close workers side by side (each close waits for its running jobs); the helper
+    threads are joined before returning."""
+    if len(workers) <= 1:
+        for worker in workers:
+            worker.close(timeout)
+        return
+    threads = [threading.Thread(target=w.close, args=(timeout,), name=f"close-{w.name}",
+                                daemon=True) for w in workers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()

@@ -1,0 +1,187 @@
+"""Workflow definitions: a name, step groups (sequential or parallel), ``on_complete``.
+
+    order = (Workflow("OrderWorkflow")
+             .step("validate", validate)
+             .step("charge", charge, rollback=refund)
+             .parallel(("email", send_email), ("sms", send_sms))
+             .step("fulfill", fulfill))
+
+A step handler is ``fn(ctx) -> result`` (JSON); a rollback is ``fn(ctx)``, run when a
+later step fails. The same definition object may be imported by the process that
+starts workflows (it needs only the names and the shape) and by the processes
+that run the steps (they need the handlers).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from .. import options as job_options
+from .._util import to_seconds
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import WorkflowContext
+
+__all__ = ["Workflow", "StepDef", "StepGroup", "validate_step_name", "validate_workflow_name",
+           "PARALLEL_PREFIX", "StepHandler", "RollbackHandler"]
+
+StepHandler = Callable[["WorkflowContext"], Any]
+RollbackHandler = Callable[["WorkflowContext"], Any]
+
+NAME_PATTERN = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}$")
+PARALLEL_PREFIX = "__parallel__:"
+
+
+def validate_step_name(name: Any) -> str:
+    """``^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}$``; names starting with ``__`` are reserved."""
+    if not isinstance(name, str):
+        raise TypeError(f"step name must be a string, not {type(name).__name__}")
+    if name.startswith("__"):
+        raise ValueError(f"step name {name!r} is reserved: names starting with '__' are "
+                         "used by the workflow layer")
+    if not NAME_PATTERN.match(name):
+        raise ValueError(f"invalid step name {name!r}: 1-128 characters, letters, digits, "
+                         "'_' or '-', starting with a letter or digit")
+    return name
+
+
+def validate_workflow_name(name: Any) -> str:
+    """Same rule as step names: the name goes into queue names (no ':' or '.')."""
+    if not isinstance(name, str):
+        raise TypeError(f"workflow name must be a string, not {type(name).__name__}")
+    if not NAME_PATTERN.match(name):
+        raise ValueError(f"invalid workflow name {name!r}: 1-128 characters, letters, digits, "
+                         "'_' or '-', starting with a letter or digit")
+    return name
+
+
+@dataclass(frozen=True)
+class StepDef:
+    """One step: its handler, optional rollback, optional retry options (attempts,
+    backoff in seconds or ``{"type", "delay"}``) overriding the workflow's."""
+
+    name: str
+    handler: Optional[StepHandler] = None
+    rollback: Optional[RollbackHandler] = None
+    attempts: Optional[int] = None
+    backoff: Any = None
+
+
+@dataclass(frozen=True)
+class StepGroup:
+    kind: str                      # "sequential" | "parallel"
+    steps: Tuple[StepDef, ...]
+
+    @property
+    def names(self) -> List[str]:
+        return [s.name for s in self.steps]
+
+    @property
+    def job_step_name(self) -> Optional[str]:
+        """The synthetic job's step name of a parallel group (``__parallel__:a,b``)."""
+        return PARALLEL_PREFIX + ",".join(self.names) if self.kind == "parallel" else None
+
+
+ParallelItem = Union[Tuple[str, StepHandler], Tuple[str, StepHandler, Optional[RollbackHandler]],
+                     StepDef]
+
+
+@dataclass
+class Workflow:
+    """A workflow definition, built with :meth:`step` and :meth:`parallel` (chainable).
+
+    ``on_complete(ctx)``, if given, makes the workflow's result; without it the result
+    is the dict of every step's result by step name. ``attempts``/``backoff`` are the
+    default retry options of its step jobs.
+    """
+
+    name: str
+    on_complete: Optional[Callable[["WorkflowContext"], Any]] = None
+    attempts: Optional[int] = None
+    backoff: Any = None
+    groups: List[StepGroup] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        validate_workflow_name(self.name)
+        if self.on_complete is not None and not callable(self.on_complete):
+            raise TypeError("on_complete must be callable: on_complete(ctx) -> result")
+        _check_retry(self.attempts, self.backoff, f"workflow {self.name!r}")
+
+    # -- building ----------------------------------------------------------
+    def step(self, name: str, handler: StepHandler, rollback: Optional[RollbackHandler] = None,
+             *, attempts: Optional[int] = None, backoff: Any = None) -> "Workflow":
+        """Append a step run after everything before it."""
+        step = self._make(name, handler, rollback, attempts, backoff)
+        if self.groups and self.groups[-1].kind == "sequential":
+            last = self.groups[-1]
+            self.groups[-1] = StepGroup("sequential", last.steps + (step,))
+        else:
+            self.groups.append(StepGroup("sequential", (step,)))
+        return self
+
+    def parallel(self, *items: ParallelItem) -> "Workflow":
+        """Append a group of steps run concurrently: ``(name, handler)``,
+        ``(name, handler, rollback)`` or :class:`StepDef` items (at least one)."""
+        if not items:
+            raise ValueError("parallel() needs at least one (name, handler) step")
+        steps: List[StepDef] = []
+        for i, item in enumerate(items):
+            if isinstance(item, StepDef):
+                steps.append(self._make(item.name, item.handler, item.rollback, item.attempts,
+                                        item.backoff, pending=steps))
+            elif isinstance(item, tuple) and len(item) in (2, 3):
+                rollback = item[2] if len(item) == 3 else None  # type: ignore[misc]
+                steps.append(self._make(item[0], item[1], rollback, None, None, pending=steps))
+            else:
+                raise TypeError(f"parallel() item {i} must be (name, handler) or "
+                                f"(name, handler, rollback), not {item!r}")
+        self.groups.append(StepGroup("parallel", tuple(steps)))
+        return self
+
+    def _make(self, name: str, handler: Optional[StepHandler],
+              rollback: Optional[RollbackHandler], attempts: Optional[int], backoff: Any,
+              pending: Sequence[StepDef] = ()) -> StepDef:
+        validate_step_name(name)
+        if name in self.step_names or name in [s.name for s in pending]:
+            raise ValueError(f"workflow {self.name!r} already has a step named {name!r}")
+        if not callable(handler):
+            raise TypeError(f"handler of step {name!r} must be callable: handler(ctx) -> result")
+        if rollback is not None and not callable(rollback):
+            raise TypeError(f"rollback of step {name!r} must be callable: rollback(ctx)")
+        _check_retry(attempts, backoff, f"step {name!r}")
+        return StepDef(name, handler, rollback, attempts, backoff)
+
+    # -- reading -----------------------------------------------------------
+    @property
+    def step_names(self) -> List[str]:
+        """Every step name, in execution order (parallel members in declared order)."""
+        return [s.name for g in self.groups for s in g.steps]
+
+    @property
+    def steps(self) -> Dict[str, StepDef]:
+        return {s.name: s for g in self.groups for s in g.steps}
+
+    def shape(self) -> List[Tuple[str, List[str]]]:
+        """The groups as ``[(kind, [names])]``: what must match across processes."""
+        return [(g.kind, g.names) for g in self.groups]
+
+
+def _check_retry(attempts: Optional[int], backoff: Any, what: str) -> None:
+    """The job options' own checks (a step job carries them), with the step named."""
+    try:
+        job_options.encode({"attempts": attempts, "backoff": backoff})
+    except ValueError as exc:
+        raise ValueError(f"{what}: {exc}") from None
+
+
+def backoff_seconds(backoff: Any, attempt: int) -> float:
+    """Delay before retry number ``attempt`` (1-based), for the in-process provider."""
+    if backoff is None:
+        return 0.0
+    if isinstance(backoff, (int, float)):
+        return float(backoff)
+    seconds = to_seconds(backoff.get("delay") or 0, "backoff delay") or 0.0
+    if backoff.get("type") == "exponential":
+        return seconds * 2 ** (attempt - 1)
+    return seconds
