@@ -82,8 +82,9 @@ def ensure_node() -> Optional[str]:
     if not os.path.isdir(os.path.join(NODE_DIR, "node_modules", "bullmq")):
         if not npm:
             return "npm is not on PATH"
-        lock = os.path.exists(os.path.join(NODE_DIR, "package-lock.json"))
-        cmd = [npm, "ci" if lock else "install", "--no-audit", "--no-fund"]
+        # `npm install --no-save` installs what package-lock.json pins and leaves it as it
+        # is; `npm ci` refuses the lock, which lacks optional builds for other platforms.
+        cmd = [npm, "install", "--no-save", "--no-audit", "--no-fund"]
         log(f"installing BullMQ for Node: {' '.join(cmd)} (in bench/node)")
         try:
             subprocess.run(cmd, cwd=NODE_DIR, check=True, timeout=600,
