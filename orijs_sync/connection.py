@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, TypeVar, Union
 
 import redis
 from redis.client import Pipeline
@@ -177,6 +177,33 @@ class BlockingClient:
 
     def close(self) -> None:
         self.client.connection_pool.disconnect()
+
+
+_Owner = TypeVar("_Owner", bound="ConnectionOwner")
+
+
+class ConnectionOwner:
+    """Base of the classes taking a ``connection``: they close it on ``close()`` (or at
+    the end of a ``with`` block) only when they made it themselves."""
+
+    connection: RedisConnection
+    client: Client
+    _owns_connection: bool
+
+    def _use_connection(self, connection: ConnectionLike) -> None:
+        self.connection = as_connection(connection)
+        self._owns_connection = self.connection is not connection
+        self.client = self.connection.client
+
+    def close(self) -> None:
+        if self._owns_connection:
+            self.connection.close()
+
+    def __enter__(self: _Owner) -> _Owner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def as_connection(connection: ConnectionLike, **kwargs: Any) -> RedisConnection:

@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from . import options as job_options
 from ._job_flow import PARENT_FLAGS, attach_to_parent, children_keys, parent_link
-from .connection import ConnectionLike, as_connection
+from .connection import ConnectionLike, ConnectionOwner
 from .job import Job
 from .queue import AddCall, Queue, check_add_result
 
@@ -59,29 +59,16 @@ class _Planned:
     stored_parent: Optional[Dict[str, Any]]
 
 
-class FlowProducer:
+class FlowProducer(ConnectionOwner):
     """Adds and reads flows. Thread-safe; share one instance."""
 
     def __init__(self, connection: ConnectionLike = None, *, prefix: str = "bull") -> None:
         if not isinstance(prefix, str) or not prefix:
             raise ValueError("prefix must be a non-empty string")
         self.prefix = prefix
-        self.connection = as_connection(connection)
-        self._owns_connection = self.connection is not connection
-        self.client = self.connection.client
+        self._use_connection(connection)
         self._queues: Dict[Tuple[str, str], Queue] = {}
         self._lock = threading.Lock()
-
-    # -- lifecycle -----------------------------------------------------------
-    def __enter__(self) -> "FlowProducer":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self._owns_connection:
-            self.connection.close()
 
     def queue(self, name: str, prefix: Optional[str] = None) -> Queue:
         """The Queue (sharing this producer's connection) that jobs of ``name`` belong to."""

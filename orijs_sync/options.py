@@ -36,19 +36,21 @@ KNOWN = {"delay", "priority", "lifo", "attempts", "backoff", "job_id", "deduplic
          "remove_dependency_on_failure", "keep_logs", "stack_trace_limit", "parent"}
 
 
-def validate_job_id(job_id: Any) -> Optional[str]:
-    """BullMQ's rules: no ``:``; a custom id must not look like an integer."""
+def validate_job_id(job_id: Any, name: str = "job_id") -> Optional[str]:
+    """BullMQ's rules for a custom id: a non-empty string, no ``:``, not integer-like.
+    ``name`` is the option that becomes the id (for the error message)."""
     if job_id is None:
         return None
     if not isinstance(job_id, str):
-        raise ValueError(f"job_id must be a string, not {type(job_id).__name__}")
+        raise ValueError(f"{name} must be a string, not {type(job_id).__name__}")
     if job_id == "":
-        raise ValueError("job_id must not be empty")
+        raise ValueError(f"{name} must not be empty")
     if ":" in job_id:
-        raise ValueError(f"job_id {job_id!r} must not contain ':' (BullMQ uses it as a separator)")
+        raise ValueError(f"{name} {job_id!r} must not contain ':' (it becomes a BullMQ job id, "
+                         "where ':' is a separator)")
     if job_id.lstrip("-").isdigit():
-        raise ValueError(f"job_id {job_id!r} must not be an integer: BullMQ keeps integers "
-                         "for the ids it generates")
+        raise ValueError(f"{name} {job_id!r} must not be an integer: BullMQ keeps integer "
+                         "job ids for the ids it generates")
     return job_id
 
 

@@ -10,7 +10,7 @@ from ._job_flow import attach_to_parent
 from ._queue_control import QueueControlMixin
 from ._queue_schedulers import SchedulerQueueMixin
 from ._util import dumps, now_ms
-from .connection import ConnectionLike, as_connection
+from .connection import ConnectionLike, ConnectionOwner
 from .job import Job
 from .keys import QueueKeys
 from .scripts import Scripts
@@ -73,7 +73,7 @@ def check_add_result(result: Any, what: str) -> "tuple[str, bool]":
     return str(job_id), bool(existed)
 
 
-class Queue(QueueControlMixin, SchedulerQueueMixin):
+class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin):
     """A BullMQ queue. Thread-safe; share one instance across threads.
 
     ``connection`` is a URL, a dict of ``redis.Redis`` options, a ``redis.Redis``
@@ -85,24 +85,11 @@ class Queue(QueueControlMixin, SchedulerQueueMixin):
         self.name = name
         self.prefix = prefix
         self.keys = QueueKeys(prefix, name)
-        self.connection = as_connection(connection)
-        self._owns_connection = self.connection is not connection
-        self.client = self.connection.client
+        self._use_connection(connection)
         self.scripts = Scripts(self.client)
         self.default_job_options = dict(default_job_options or {})
         if self.default_job_options:
             job_options.encode(self.default_job_options)  # fail early on bad defaults
-
-    # -- context manager ---------------------------------------------------
-    def __enter__(self) -> "Queue":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self._owns_connection:
-            self.connection.close()
 
     def __repr__(self) -> str:
         return f"<Queue {self.keys.queue_key}>"

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import errors
+from ._futures import settle
 from ._roles import Role
 from ._util import loads
 from .connection import ConnectionLike, as_connection
@@ -232,9 +233,9 @@ class QueueEvents:
                                     "failedReason")
         state = queue.get_job_state(job_id) if fields[0] else None
         if state == "completed":
-            _set(fut, result=loads(fields[1]))
+            settle(fut, result=loads(fields[1]))
         elif state == "failed":
-            _set(fut, exc=errors.JobFailed(fields[2] or "", str(job_id)))
+            settle(fut, exc=errors.JobFailed(fields[2] or "", str(job_id)))
         return fut
 
     def _forget(self, queue: str, job_id: str, fut: "Future[Any]") -> None:
@@ -267,7 +268,7 @@ class QueueEvents:
             waiters, self._waiters = self._waiters, {}
         for futures in waiters.values():
             for fut in futures:
-                _set(fut, exc=errors.ShutdownError("QueueEvents closed"))
+                settle(fut, exc=errors.ShutdownError("QueueEvents closed"))
         if self._owns_connection:
             self.connection.close()
 
@@ -280,18 +281,6 @@ class QueueEvents:
 
 def _settle_from_event(fut: "Future[Any]", ev: QueueEvent) -> None:
     if ev.event == "completed":
-        _set(fut, result=ev.value)
+        settle(fut, result=ev.value)
     else:
-        _set(fut, exc=errors.JobFailed(ev.fields.get("failedReason", ""), ev.job_id))
-
-
-def _set(fut: "Future[Any]", result: Any = None, exc: Optional[BaseException] = None) -> None:
-    if fut.done():
-        return
-    try:
-        if exc is not None:
-            fut.set_exception(exc)
-        else:
-            fut.set_result(result)
-    except Exception:  # noqa: BLE001 - InvalidStateError when another thread settled first
-        pass
+        settle(fut, exc=errors.JobFailed(ev.fields.get("failedReason", ""), ev.job_id))

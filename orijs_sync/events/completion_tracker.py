@@ -20,9 +20,9 @@ from concurrent.futures import CancelledError
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Type
 
 from .. import errors
+from .._timer import Timer, TimerHandle
 from .._util import to_seconds
 from ..queue_events import QueueEvent, QueueEvents
-from .._timer import Timer, TimerHandle
 
 log = logging.getLogger(__name__)
 

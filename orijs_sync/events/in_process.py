@@ -18,14 +18,19 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
 
 from .. import errors
+from .._timer import Timer, TimerHandle
 from .._util import Seconds, dumps, to_seconds
 from . import context
-from .._timer import Timer, TimerHandle
 from .completion_tracker import DEFAULT_TIMEOUT
 from .message import EventMessage, validate_event_name
 from .provider import EventHandler
-from .queue_manager import DEFAULT_CONCURRENCY, QueueMetrics, RetryOptions, call_metric, \
-    merge_job_options
+from .queue_manager import (
+    DEFAULT_CONCURRENCY,
+    QueueMetrics,
+    RetryOptions,
+    call_metric,
+    merge_job_options,
+)
 from .scheduled import ScheduleInfo, validate_schedule
 from .subscription import EventSubscription
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional
 
 from .._util import dumps
+from ..options import validate_job_id
 
 EVENT_MESSAGE_VERSION = "1"
 EVENT_JOB_NAME = "event"
@@ -35,20 +36,8 @@ def validate_event_name(event_name: Any) -> str:
 
 
 def validate_idempotency_key(key: Any) -> Optional[str]:
-    """The key becomes the BullMQ job id, so BullMQ's rules apply."""
-    if key is None:
-        return None
-    if not isinstance(key, str):
-        raise ValueError(f"idempotency_key must be a string, not {type(key).__name__}")
-    if key == "":
-        raise ValueError("idempotency_key must not be empty")
-    if ":" in key:
-        raise ValueError(f"idempotency_key {key!r} must not contain ':' "
-                         "(it becomes the BullMQ job id, where ':' is a separator)")
-    if key.lstrip("-").isdigit():
-        raise ValueError(f"idempotency_key {key!r} must not be an integer: BullMQ keeps "
-                         "integer job ids for the ids it generates")
-    return key
+    """The key becomes the BullMQ job id, so BullMQ's rules for ids apply."""
+    return validate_job_id(key, "idempotency_key")
 
 
 def _json_object(value: Any, what: str) -> Dict[str, Any]:

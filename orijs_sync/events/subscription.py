@@ -4,6 +4,8 @@ from __future__ import annotations
 from concurrent.futures import Future
 from typing import Any, Callable, Optional
 
+from .._futures import settle
+
 __all__ = ["EventSubscription"]
 
 
@@ -35,20 +37,10 @@ class EventSubscription(Future[Any]):
 
     # Settling from any thread, whoever comes first wins; later calls are no-ops.
     def _resolve(self, result: Any) -> None:
-        if self.done():
-            return
-        try:
-            self.set_result(result)
-        except Exception:  # noqa: BLE001 - InvalidStateError: settled or cancelled meanwhile
-            pass
+        settle(self, result)
 
     def _reject(self, exc: BaseException) -> None:
-        if self.done():
-            return
-        try:
-            self.set_exception(exc)
-        except Exception:  # noqa: BLE001 - InvalidStateError: settled or cancelled meanwhile
-            pass
+        settle(self, exc=exc)
 
     def _cancel_local(self) -> bool:
         """Cancel the future itself (the event was removed from its queue)."""

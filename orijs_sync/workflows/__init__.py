@@ -8,13 +8,25 @@ tree; failures roll back completed steps in reverse order).
 from .bullmq_provider import BullMQWorkflowProvider
 from .context import WorkflowContext
 from .definition import StepDef, StepGroup, Workflow, validate_step_name
-from .errors import (RollbackFailedError, StepFailedError, StepNotFoundError, StepTimeoutError,
-                     WorkflowFailedError, WorkflowNotRegisteredError, WorkflowTimeoutError)
+from .errors import (
+                     RollbackFailedError,
+                     StepFailedError,
+                     StepNotFoundError,
+                     StepTimeoutError,
+                     WorkflowFailedError,
+                     WorkflowNotRegisteredError,
+                     WorkflowTimeoutError,
+)
 from .flow_builder import JOB_DATA_VERSION, FlowBuilder
 from .handle import FlowHandle
 from .in_process import InProcessWorkflowProvider
-from .results import (WRAPPER_VERSION, flatten_child_results, is_parallel_result_wrapper,
-                      is_step_result_wrapper, sanitize)
+from .results import (
+                     WRAPPER_VERSION,
+                     flatten_child_results,
+                     is_parallel_result_wrapper,
+                     is_step_result_wrapper,
+                     sanitize,
+)
 from .step_registry import RegisteredStep, StepRegistry
 
 __all__ = [

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Set, Union
 
 from .. import errors
+from .._timer import Timer
 from .._util import Seconds, dumps, to_seconds
 from ..options import validate_job_id
 from ._execution import StepExecutor
-from .._timer import Timer
 from .context import current_meta
 from .definition import Workflow, validate_workflow_name
 from .errors import WorkflowNotRegisteredError

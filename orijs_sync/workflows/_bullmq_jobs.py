@@ -22,14 +22,23 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 from .. import errors
 from .._util import dumps
 from ..job import Job
-from ._execution import (FAILURE_LOG_TAG, GroupFailed, completed_order, error_from_summary,
-                         failure_summary)
+from ._execution import (
+    FAILURE_LOG_TAG,
+    GroupFailed,
+    completed_order,
+    error_from_summary,
+    failure_summary,
+)
 from .context import WorkflowContext
 from .definition import PARALLEL_PREFIX
 from .errors import WorkflowFailedError
 from .flow_builder import parallel_members
-from .results import (flatten_child_results, parallel_result_wrapper, result_key,
-                      step_result_wrapper)
+from .results import (
+    flatten_child_results,
+    parallel_result_wrapper,
+    result_key,
+    step_result_wrapper,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .bullmq_provider import BullMQWorkflowProvider

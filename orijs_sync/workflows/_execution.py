@@ -17,8 +17,12 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .._util import dumps
 from .context import WorkflowContext, propagation_context
-from .errors import (RollbackFailedError, StepFailedError, StepTimeoutError,
-                     WorkflowFailedError)
+from .errors import (
+    RollbackFailedError,
+    StepFailedError,
+    StepTimeoutError,
+    WorkflowFailedError,
+)
 from .results import result_key
 from .step_registry import RegisteredStep
 

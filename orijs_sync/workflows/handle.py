@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import errors
+from .._futures import settle
 from .._timer import Timer, TimerHandle
 
 __all__ = ["FlowHandle", "FlowTracker", "LocalFlowState", "Pending", "FLOW_STATUSES"]
@@ -52,15 +53,7 @@ class FlowHandle(Future):  # type: ignore[type-arg]
         return False
 
     def _settle(self, result: Any = None, exc: Optional[BaseException] = None) -> None:
-        if self.done():
-            return
-        try:
-            if exc is not None:
-                self.set_exception(exc)
-            else:
-                self.set_result(result)
-        except Exception:  # noqa: BLE001 - InvalidStateError: settled meanwhile
-            pass
+        settle(self, result, exc)
 
     def __repr__(self) -> str:
         return f"<FlowHandle {self.workflow_name}:{self._flow_id} {self._state.lower()}>"

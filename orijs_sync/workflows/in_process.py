@@ -19,7 +19,12 @@ from typing import Any, Dict, Mapping, Optional, Tuple, Union
 from .. import errors
 from .._util import Seconds, dumps
 from ._base import ProviderBase
-from ._execution import GroupFailed, completed_order, error_from_summary, failure_summary
+from ._execution import (
+    GroupFailed,
+    completed_order,
+    error_from_summary,
+    failure_summary,
+)
 from .context import WorkflowContext
 from .definition import StepGroup, Workflow, backoff_seconds
 from .errors import WorkflowTimeoutError
