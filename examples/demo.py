@@ -43,7 +43,7 @@ def main() -> None:
             for result in results[:3]:
                 print("  ", result)
             print(f"final counts: {queue.get_job_counts()}")
-            queue.client.delete(*queue.client.keys(f"bull:{QUEUE}:*"))
+            queue.obliterate(force=True)       # leave the Redis as we found it
 
 
 if __name__ == "__main__":

@@ -1,7 +1,6 @@
 """Queue control and getters: pause/resume, drain, clean, obliterate, remove, get_jobs."""
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Union
 
 from . import errors
@@ -163,13 +162,3 @@ class QueueControlMixin:
         pipe.llen(key)
         logs, count = pipe.execute()
         return {"logs": logs if asc else list(reversed(logs)), "count": int(count)}
-
-    def wait_until_empty(self, timeout: float = 10.0) -> bool:
-        """Poll until no job waits or runs (for scripts and tests); True if it emptied."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            counts = self.get_job_counts("waiting", "active", "delayed", "prioritized")  # type: ignore[attr-defined]
-            if not any(counts.values()):
-                return True
-            time.sleep(0.02)
-        return False

@@ -7,7 +7,7 @@ and ``except ConnectionError`` written against the standard library keep working
 from __future__ import annotations
 
 import builtins
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 
 class OrijsError(Exception):
@@ -79,9 +79,3 @@ class RolledBackError(OrijsError):
         super().__init__(message)
         self.primary = primary
         self.rollback_errors = list(rollback_errors)
-
-
-def describe(value: Any) -> str:
-    """A short type-and-value description for error messages."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."

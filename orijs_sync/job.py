@@ -126,11 +126,6 @@ class Job(JobActionsMixin, FlowJobMixin):
     def key(self) -> str:
         return self.queue.keys.job(self.id)
 
-    @property
-    def queue_qualified_name(self) -> str:
-        """``"{prefix}:{queue}:{id}"``, the key BullMQ uses for children values."""
-        return self.key
-
     # -- reads -------------------------------------------------------------
     def refresh(self) -> "Job":
         fields = self.queue.client.hgetall(self.key)

@@ -20,7 +20,6 @@ from .connection import ConnectionLike, as_connection
 from .job import Job
 from .keys import QueueKeys
 from .queue import Queue
-from .scripts import Scripts
 
 log = logging.getLogger(__name__)
 
@@ -177,12 +176,12 @@ class Worker:
         self.connection = as_connection(connection)
         self._owns_connection = self.connection is not connection
         self.client = self.connection.client
-        self.scripts = Scripts(self.client)
+        self.queue = Queue(name, connection=self.connection, prefix=prefix)
+        self.scripts = self.queue.scripts       # one script registry per connection user
         self._runner = JobRunner(self)
         self._listeners: Dict[str, List[Callable[..., Any]]] = {e: [] for e in LISTENER_EVENTS}
         self._stop = threading.Event()          # stops the renewer and the stalled checker
         self._fetch_stop = threading.Event()    # stops the fetcher (first, at close)
-        self.queue = Queue(name, connection=self.connection, prefix=prefix)
         self._cv = threading.Condition()          # guards the fields below
         self._free = concurrency
         self._paused = False
