@@ -22,13 +22,12 @@ _INCLUDE = re.compile(r'^---\s*@include\s+"([\w/-]+)"\s*$', re.MULTILINE)
 
 
 def _lua_root() -> Path:
-    try:
-        root = Path(str(resources.files("orijs_sync.lua")))
-        if (root / "includes").is_dir():
-            return root
-    except (ModuleNotFoundError, TypeError):
-        pass
-    return Path(__file__).resolve().parent.parent / "lua"
+    """The scripts beside the package in a source checkout (so a checkout run with
+    ``PYTHONPATH`` uses its own scripts), else the installed ``orijs_sync.lua``."""
+    checkout = Path(__file__).resolve().parent.parent / "lua"
+    if (checkout / "includes").is_dir() and (checkout / "moveToActive.lua").is_file():
+        return checkout
+    return Path(str(resources.files("orijs_sync.lua")))
 
 
 @functools.lru_cache(maxsize=None)
