@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any, Callable, List, Optional
 
-from . import errors
+from . import _fork, errors
 
 log = logging.getLogger(__name__)
 
@@ -46,16 +46,31 @@ class Timer:
         self._stale = 0
         self._seq = itertools.count()
         self._stopped = False
+        self._started = False
         self._thread: Optional[threading.Thread] = None
+        _fork.track(self)
+
+    def _after_fork_in_child(self) -> None:
+        """The parent's entries are the parent's to run: dropped. A started timer gets
+        its thread back on the next ``call_later``."""
+        self._cond = threading.Condition()
+        self._heap = []
+        self._stale = 0
+        self._thread = None
 
     def start(self) -> "Timer":
         with self._cond:
             if self._stopped:
                 raise errors.ShutdownError(f"{self.name} is stopped")
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-                self._thread.start()
+            self._started = True
+            self._ensure_thread()
         return self
+
+    def _ensure_thread(self) -> None:
+        """Under ``_cond``: the thread of a started timer (again, in a forked child)."""
+        if self._thread is None and self._started:
+            self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+            self._thread.start()
 
     def call_later(self, delay: float, fn: Callable[[], Any]) -> TimerHandle:
         """Run ``fn()`` on the timer thread after ``delay`` seconds."""
@@ -63,6 +78,7 @@ class Timer:
         with self._cond:
             if self._stopped:
                 raise errors.ShutdownError(f"{self.name} is stopped")
+            self._ensure_thread()
             heapq.heappush(self._heap, handle)
             if self._heap[0] is handle:
                 self._cond.notify()

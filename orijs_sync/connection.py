@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Mapping, Optional, TypeVar, Union
 import redis
 from redis.client import Pipeline
 
-from . import errors
+from . import _fork, errors
 
 ConnectionLike = Union[str, Mapping[str, Any], redis.Redis, "RedisConnection", None]
 
@@ -73,6 +73,17 @@ class RedisConnection:
         self._local = threading.local()
         self._direct_lock = threading.Lock()           # guards _direct
         self._direct: List[redis.connection.AbstractConnection] = []
+        _fork.track(self)
+
+    def _after_fork_in_child(self) -> None:
+        """In a forked child: new pool, no direct connections; the parent's sockets are
+        closed here without a shutdown (which would cut the parent's connections)."""
+        self._direct_lock = threading.Lock()
+        self._local = threading.local()
+        direct, self._direct = self._direct, []
+        for conn in direct:
+            _drop(conn)
+        renew_pool(self.client)
 
     @staticmethod
     def _resolve(connection: ConnectionLike) -> "tuple[Dict[str, Any], Any]":
@@ -156,6 +167,12 @@ class BlockingClient:
         self.client = client
         self._lock = threading.Lock()
         self._interrupted = False
+        _fork.track(self)
+
+    def _after_fork_in_child(self) -> None:
+        self._lock = threading.Lock()
+        self._interrupted = False
+        renew_pool(self.client)
 
     def interrupt(self) -> None:
         with self._lock:
@@ -177,6 +194,26 @@ class BlockingClient:
 
     def close(self) -> None:
         self.client.connection_pool.disconnect()
+
+
+def _drop(conn: Any) -> None:
+    """Close a connection inherited from the parent: redis-py skips the socket shutdown
+    in a process other than the one that opened it, so the parent's stays up."""
+    try:
+        conn.disconnect()
+    except Exception:  # noqa: BLE001 - only our copy of the descriptor is at stake
+        pass
+
+
+def renew_pool(client: redis.Redis) -> None:
+    """Give ``client`` a new, empty pool of the same options (in a forked child)."""
+    old = client.connection_pool
+    client.connection_pool = old.__class__(connection_class=old.connection_class,
+                                           max_connections=old.max_connections,
+                                           **old.connection_kwargs)
+    for conn in [*getattr(old, "_available_connections", ()),
+                 *getattr(old, "_in_use_connections", ())]:
+        _drop(conn)
 
 
 _Owner = TypeVar("_Owner", bound="ConnectionOwner")

@@ -24,6 +24,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
+from . import _fork
 from . import options as job_options
 from ._job_flow import PARENT_FLAGS, attach_to_parent, children_keys, parent_link
 from .connection import ConnectionLike, ConnectionOwner
@@ -69,6 +70,10 @@ class FlowProducer(ConnectionOwner):
         self._use_connection(connection)
         self._queues: Dict[Tuple[str, str], Queue] = {}
         self._lock = threading.Lock()
+        _fork.track(self)
+
+    def _after_fork_in_child(self) -> None:
+        self._lock = threading.Lock()   # the connection and the queues reset themselves
 
     def queue(self, name: str, prefix: Optional[str] = None) -> Queue:
         """The Queue (sharing this producer's connection) that jobs of ``name`` belong to."""

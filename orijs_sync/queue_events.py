@@ -13,7 +13,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import errors
+from . import _fork, errors
 from ._futures import settle
 from ._roles import Role
 from ._util import loads
@@ -108,9 +108,25 @@ class QueueEvents:
         self._stop = threading.Event()
         self._tailer: Optional[_Tailer] = None
         self._closed = False
+        self._restart = False          # started before a fork: restart on first use
+        _fork.track(self)
         for name in [names] if isinstance(names, str) else list(names):
             self.add_queue(name)
         if autorun:
+            self.start()
+
+    def _after_fork_in_child(self) -> None:
+        """The parent's waits are dropped unsettled (the parent settles them); the
+        tailer comes back on first use (``start``, ``add_queue``, ``on``, ``job_future``)."""
+        self._lock = threading.Lock()
+        self._waiters = {}
+        self._stop = threading.Event()
+        self._restart = self._tailer is not None and not self._closed
+        self._tailer = None
+
+    def resume_after_fork(self) -> None:
+        """Restart the tailer of a QueueEvents started before this process forked."""
+        if self._restart:
             self.start()
 
     # -- watched queues ----------------------------------------------------
@@ -123,6 +139,7 @@ class QueueEvents:
     def add_queue(self, name: str) -> None:
         """Watch one more queue; its events from now on are delivered."""
         key = QueueKeys(self.prefix, name).events
+        self.resume_after_fork()
         with self._lock:
             if key in self._streams:
                 return
@@ -149,6 +166,7 @@ class QueueEvents:
     def on(self, event: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn(job_id, value)``: value is the parsed ``returnvalue`` for completed, the
         ``failedReason`` for failed, the ``data`` for progress, and so on."""
+        self.resume_after_fork()
         with self._lock:
             self._listeners.setdefault(event, []).append(fn)
         return fn
@@ -160,6 +178,7 @@ class QueueEvents:
 
     def on_event(self, fn: Callable[[QueueEvent], Any]) -> Callable[[QueueEvent], Any]:
         """``fn(event)`` for every event of every watched queue (a :class:`QueueEvent`)."""
+        self.resume_after_fork()
         with self._lock:
             self._raw_listeners.append(fn)
         return fn
@@ -220,6 +239,7 @@ class QueueEvents:
             raise errors.ShutdownError("QueueEvents is closed")
         if queue.name not in self.queues:
             raise ValueError(f"QueueEvents does not watch queue {queue.name!r}")
+        self.resume_after_fork()
         fut: "Future[Any]" = Future()
         with self._lock:
             seen = self._recent.get((queue.name, str(job_id)))
@@ -248,9 +268,15 @@ class QueueEvents:
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> "QueueEvents":
-        if self._tailer is None:
-            self._tailer = _Tailer(self)
-            self._tailer.start(f"orijs-events-{','.join(self.queues)[:40]}")
+        """Start the events thread (idempotent; in a forked child, a new one)."""
+        name = f"orijs-events-{','.join(self.queues)[:40]}"
+        with self._lock:
+            if self._closed:
+                raise errors.ShutdownError("QueueEvents is closed")
+            self._restart = False
+            if self._tailer is None:
+                self._tailer = _Tailer(self)
+                self._tailer.start(name)
         return self
 
     def close(self) -> None:

@@ -16,7 +16,7 @@ from typing import Any, Dict, Optional, Sequence
 
 import redis
 
-from . import errors
+from . import _fork, errors
 
 _INCLUDE = re.compile(r'^---\s*@include\s+"([\w/-]+)"\s*$', re.MULTILINE)
 
@@ -55,6 +55,10 @@ class Scripts:
         self._client = client
         self._scripts: Dict[str, Any] = {}
         self._lock = threading.Lock()
+        _fork.track(self)
+
+    def _after_fork_in_child(self) -> None:
+        self._lock = threading.Lock()     # the scripts themselves (sha, text) stay valid
 
     def get(self, name: str) -> Any:
         script = self._scripts.get(name)

@@ -4,6 +4,7 @@ renewer and one stalled-jobs checker, all owned, stopped and joined by ``close()
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -11,7 +12,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from . import errors
+from . import _fork, errors
 from . import options as job_options
 from ._processing import BackoffStrategy, JobRunner, Outcome
 from ._roles import Periodic, Role
@@ -186,12 +187,31 @@ class Worker:
         self._free = concurrency
         self._paused = False
         self._active: Dict[str, Job] = {}
-        self._state = "new"                        # new -> running -> closing -> closed
+        self._state = "new"      # new -> running -> closing -> closed; forked: see below
         self._roles: List[Role] = []
         self._executor: Optional[ThreadPoolExecutor] = None
         self._shutdown_requested = threading.Event()
+        self._forked_from: Optional[int] = None
+        _fork.track(self)
         if autorun:
             self.start()
+
+    def _after_fork_in_child(self) -> None:
+        """A forked child does not run (nor share) its parent's worker: a started copy
+        becomes inert, ``start()`` refuses, ``close()`` only closes this process's
+        connections. Its active jobs are the parent's: their locks are never renewed
+        nor their outcomes written here. A never-started copy may start here."""
+        self._cv = threading.Condition()
+        self._stop = threading.Event()
+        self._fetch_stop = threading.Event()
+        self._shutdown_requested = threading.Event()
+        self._active = {}
+        self._free = self.concurrency
+        self._roles = []
+        self._executor = None
+        if self._state in ("running", "closing"):
+            self._state = "forked"
+            self._forked_from = os.getppid()
 
     @staticmethod
     def _limiter(limiter: Optional[Mapping[str, Any]]) -> Optional[Dict[str, int]]:
@@ -228,6 +248,11 @@ class Worker:
     def start(self) -> "Worker":
         """Start the background threads and return; jobs are processed until close()."""
         with self._cv:
+            if self._state == "forked":
+                raise errors.InvalidStateError(
+                    f"worker {self.name!r} was started in process {self._forked_from}, which "
+                    f"forked this one; a child does not run its parent's worker: create a new "
+                    f"Worker here (after the fork)")
             if self._state != "new":
                 raise errors.InvalidStateError(f"worker is {self._state}; a worker starts once")
             self._state = "running"

@@ -19,7 +19,7 @@ import threading
 from concurrent.futures import CancelledError
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Type
 
-from .. import errors
+from .. import _fork, errors
 from .._timer import Timer, TimerHandle
 from .._util import to_seconds
 from ..queue_events import QueueEvent, QueueEvents
@@ -81,6 +81,16 @@ class CompletionTracker:
         self._queue_events: Optional[QueueEvents] = None
         self._started = False
         self._stopped = False
+        _fork.track(self)
+
+    def _after_fork_in_child(self) -> None:
+        """The parent's registrations are the parent's: dropped, their callbacks never
+        called here. The timer and the events thread reset themselves."""
+        self._lock = threading.Lock()
+        self._pending = {}
+        self._job_ids = {}
+        self._early = {}
+        self._unmapped = {}
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> "CompletionTracker":
@@ -125,11 +135,12 @@ class CompletionTracker:
         """Follow ``queue_name``'s events from now on (idempotent)."""
         with self._lock:
             self._check_running()
-            if queue_name in self._watched:
-                return
             qe = self._queue_events
+            watched = queue_name in self._watched
         assert qe is not None
-        qe.add_queue(queue_name)
+        qe.add_queue(queue_name)    # cheap when watched; restarts the thread after a fork
+        if watched:
+            return
         with self._lock:
             self._watched.add(queue_name)
 

@@ -16,7 +16,7 @@ import logging
 import threading
 from typing import Any, Callable, Dict, Mapping, Optional
 
-from .. import errors
+from .. import _fork, errors
 from .._util import Seconds, to_seconds
 from ..job import Job
 from . import context
@@ -67,6 +67,10 @@ class BullMQEventProvider:
             queue_manager=self.queue_manager, logger=logger)
         self._lock = threading.Lock()   # guards _state
         self._state = "new"             # new -> started -> stopped
+        _fork.track(self)
+
+    def _after_fork_in_child(self) -> None:
+        self._lock = threading.Lock()   # its parts reset themselves
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> "BullMQEventProvider":

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional, Protocol, Tuple, Type, Union
 
-from .. import errors
+from .. import _fork, errors
 from ..job import Job
 from ..queue import Queue
 from ..worker import Worker
@@ -92,6 +92,14 @@ class QueueManager:
         self._workers: Dict[str, Union[Worker, object]] = {}
         self._started_at: Dict[Tuple[str, str], float] = {}
         self._stopped = False
+        _fork.track(self)
+
+    def _after_fork_in_child(self) -> None:
+        """The parent's workers stay the parent's (inert copies here): forgotten, so
+        ``stop()`` here leaves them alone and this process may subscribe on its own."""
+        self._lock = threading.Lock()
+        self._workers = {}
+        self._started_at = {}
 
     # -- names and queues --------------------------------------------------
     def get_queue_name(self, event_name: str) -> str:

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Type
 
-from .. import errors
+from .. import _fork, errors
 from .._util import Seconds, to_seconds
 from ..queue import Queue
 from .message import EVENT_JOB_NAME, EventMessage, validate_event_name
@@ -79,6 +79,10 @@ class ScheduledEventManager:
         self._schedules: Dict[str, Dict[str, ScheduleInfo]] = {}
         self._own_queues: Dict[str, Queue] = {}
         self._stopped = False
+        _fork.track(self)
+
+    def _after_fork_in_child(self) -> None:
+        self._lock = threading.Lock()   # schedules live in Redis; nothing else to reset
 
     def get_queue_name(self, event_name: str) -> str:
         if self.queue_manager is not None:

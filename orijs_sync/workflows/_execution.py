@@ -15,6 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from .. import _fork
 from .._util import dumps
 from .context import WorkflowContext, propagation_context
 from .errors import (
@@ -65,7 +66,15 @@ def _invoke(fn: Callable[[WorkflowContext], Any], ctx: WorkflowContext) -> Any:
 class StepExecutor:
     def __init__(self, name: str, *, step_timeout: float = 0.0, max_workers: int = 16) -> None:
         self.step_timeout = step_timeout
+        self._name = name
+        self._max_workers = max_workers
         self._pool = ThreadPoolExecutor(max_workers, thread_name_prefix=f"{name}-steps")
+        _fork.track(self)
+
+    def _after_fork_in_child(self) -> None:
+        """The pool's threads did not survive the fork (and it counts them): a new one."""
+        self._pool = ThreadPoolExecutor(self._max_workers,
+                                        thread_name_prefix=f"{self._name}-steps")
 
     def shutdown(self) -> None:
         """Cancel queued members and join the pool's threads."""

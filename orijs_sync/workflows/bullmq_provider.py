@@ -27,7 +27,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
-from .. import errors
+from .. import _fork, errors
 from .. import options as job_options
 from .._util import Seconds
 from ..connection import ConnectionLike, as_connection
@@ -85,6 +85,15 @@ class BullMQWorkflowProvider(ProviderBase):
         self._by_queue: Dict[str, str] = {}    # workflow queue name -> workflow name
         self._workers: Dict[str, Tuple[Worker, Worker]] = {}
         self._events: Optional[QueueEvents] = None
+        _fork.track(self)
+
+    def _after_fork_in_child(self) -> None:
+        """The parent's workers stay the parent's (inert copies here, forgotten); this
+        process executes workflows and follows their results with its own threads (the
+        events thread restarts on the next ``execute``). Its parts reset themselves."""
+        self._lock = threading.RLock()
+        self._workers = {}
+        self._aux = ThreadPoolExecutor(4, thread_name_prefix="orijs-workflow-aux")
 
     # -- registration ------------------------------------------------------
     def _registered(self, workflow_name: str, consumer: bool) -> None:
@@ -163,6 +172,9 @@ class BullMQWorkflowProvider(ProviderBase):
         ``idempotency_key`` (the flow id; no ':'), executing again adds nothing and
         the handle settles with the first run's outcome."""
         call = self._prepare(workflow, data, meta, timeout, idempotency_key)
+        events = self._events
+        if events is not None:
+            events.resume_after_fork()
         key, flow_id = call.key, call.flow_id
         tree = self.flow_builder.build(call.definition, flow_id, call.data, call.meta,
                                        self.default_step_options)

@@ -20,7 +20,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .. import errors
+from .. import _fork, errors
 from .._futures import settle
 from .._timer import Timer, TimerHandle
 
@@ -91,6 +91,14 @@ class FlowTracker:
         self._pending: Dict[FlowKey, List[Pending]] = {}
         self._states: "OrderedDict[FlowKey, LocalFlowState]" = OrderedDict()
         self._closed = False
+        _fork.track(self)
+
+    def _after_fork_in_child(self) -> None:
+        """The parent's pending results and flow states are the parent's: dropped here,
+        never settled (``status()`` of those flows asks Redis)."""
+        self._lock = threading.Lock()
+        self._pending = {}
+        self._states = OrderedDict()
 
     # -- pending results ---------------------------------------------------
     def add_pending(self, key: FlowKey, handle: FlowHandle, timeout: float,
