@@ -19,12 +19,27 @@ from . import _fork, errors
 ConnectionLike = Union[str, Mapping[str, Any], redis.Redis, "RedisConnection", None]
 
 _REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+_SSL_OPTIONS = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile", "ssl_cert_reqs", "ssl_ca_path",
+                "ssl_ca_data", "ssl_check_hostname", "ssl_password", "ssl_min_version",
+                "ssl_ciphers")
 
 
 def _address(kwargs: Mapping[str, Any]) -> str:
+    """``[user@]host:port/db`` (the user when credentials are given: ``default`` for a
+    password alone), for error messages."""
     if kwargs.get("path"):
-        return f"unix://{kwargs['path']}"
-    return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
+        where = f"unix://{kwargs['path']}"
+    else:
+        where = f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
+    if kwargs.get("username") or kwargs.get("password"):
+        return f"{kwargs.get('username') or 'default'}@{where}"
+    return where
+
+
+def refused(exc: redis.exceptions.NoPermissionError, address: str) -> errors.PermissionDenied:
+    """An ACL refusal (NOPERM), naming the address and the user."""
+    return errors.PermissionDenied(f"Redis at {address} refused: {exc} (see the README's "
+                                   "'ACL users' section for the commands the library needs)")
 
 
 class _TranslatingPipeline(Pipeline):
@@ -35,6 +50,8 @@ class _TranslatingPipeline(Pipeline):
             return super().execute(raise_on_error)
         except _REDIS_ERRORS as exc:
             raise errors.ConnectionError(f"Redis at {self.address} failed: {exc}") from exc
+        except redis.exceptions.NoPermissionError as exc:
+            raise refused(exc, self.address) from exc
 
 
 class Client(redis.Redis):
@@ -47,6 +64,8 @@ class Client(redis.Redis):
             return super().execute_command(*args, **options)
         except _REDIS_ERRORS as exc:
             raise errors.ConnectionError(f"Redis at {self.address} failed: {exc}") from exc
+        except redis.exceptions.NoPermissionError as exc:
+            raise refused(exc, self.address) from exc
 
     def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Pipeline:
         pipe = _TranslatingPipeline(self.connection_pool, self.response_callbacks,
@@ -98,15 +117,29 @@ class RedisConnection:
             pool = connection.connection_pool
             return dict(pool.connection_kwargs), pool.connection_class
         if isinstance(connection, Mapping):
-            kwargs = dict(connection)
-            if "url" in kwargs:
-                pool = redis.ConnectionPool.from_url(kwargs.pop("url"))
-                merged = dict(pool.connection_kwargs)
-                merged.update(kwargs)
-                return merged, pool.connection_class
-            return kwargs, redis.Connection
+            return RedisConnection._resolve_options(dict(connection))
         raise TypeError(f"connection must be a URL, a dict of options or a redis.Redis, "
                         f"not {type(connection).__name__}")
+
+    @staticmethod
+    def _resolve_options(kwargs: Dict[str, Any]) -> "tuple[Dict[str, Any], Any]":
+        """A dict of ``redis.Redis`` options (``url`` too): ``ssl=True`` or any ``ssl_*``
+        option means TLS (``rediss://``), as ``redis.Redis(ssl=True, ...)`` does."""
+        connection_class = kwargs.pop("connection_class", None)
+        if "url" in kwargs:
+            pool = redis.ConnectionPool.from_url(kwargs.pop("url"))
+            merged = dict(pool.connection_kwargs)
+            merged.update(kwargs)
+            kwargs, connection_class = merged, connection_class or pool.connection_class
+        use_ssl = kwargs.pop("ssl", False) or any(k in kwargs for k in _SSL_OPTIONS)
+        if connection_class is None:
+            connection_class = redis.SSLConnection if use_ssl else redis.Connection
+        return kwargs, connection_class
+
+    def __reduce__(self) -> Any:
+        """Pickled as its options (for ``multiprocessing`` spawn): the other process
+        opens its own connections."""
+        return (RedisConnection, (dict(self._kwargs, connection_class=self._connection_class),))
 
     def _make_client(self, kwargs: Dict[str, Any]) -> Client:
         kwargs["decode_responses"] = True

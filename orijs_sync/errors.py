@@ -18,6 +18,11 @@ class ConnectionError(OrijsError, builtins.ConnectionError):  # noqa: A001 - del
     """Redis could not be reached; the message names the address."""
 
 
+class PermissionDenied(OrijsError, builtins.PermissionError):
+    """Redis refused a command to the connection's ACL user (NOPERM); the message names
+    the address, the user and the command."""
+
+
 class TimeoutError(OrijsError, builtins.TimeoutError):  # noqa: A001 - deliberate shadow
     """A wait ran past its timeout."""
 

@@ -27,7 +27,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 from . import _fork
 from . import options as job_options
 from ._job_flow import PARENT_FLAGS, attach_to_parent, children_keys, parent_link
-from .connection import ConnectionLike, ConnectionOwner
+from .connection import ConnectionLike, ConnectionOwner, RedisConnection
 from .job import Job
 from .queue import AddCall, Queue, check_add_result
 
@@ -74,6 +74,10 @@ class FlowProducer(ConnectionOwner):
 
     def _after_fork_in_child(self) -> None:
         self._lock = threading.Lock()   # the connection and the queues reset themselves
+
+    def __reduce__(self) -> Any:
+        """Pickled as its options (``multiprocessing`` spawn)."""
+        return (_rebuild_producer, (self.connection, self.prefix))
 
     def queue(self, name: str, prefix: Optional[str] = None) -> Queue:
         """The Queue (sharing this producer's connection) that jobs of ``name`` belong to."""
@@ -200,3 +204,9 @@ class FlowProducer(ConnectionOwner):
                 if child is not None:
                     node.children.append(child)
         return node
+
+
+def _rebuild_producer(connection: RedisConnection, prefix: str) -> FlowProducer:
+    producer = FlowProducer(connection, prefix=prefix)
+    producer._owns_connection = True     # unpickled: a connection of its own
+    return producer

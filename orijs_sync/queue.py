@@ -94,6 +94,12 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin):
     def __repr__(self) -> str:
         return f"<Queue {self.keys.queue_key}>"
 
+    def __reduce__(self) -> Any:
+        """Pickled as its options (``multiprocessing`` spawn): the copy opens its own
+        connections."""
+        return (_rebuild_queue, (self.name, self.connection, self.prefix,
+                                 self.default_job_options))
+
     # -- adding ------------------------------------------------------------
     def _add_call(self, name: str, data: Any, opts: Mapping[str, Any]) -> AddCall:
         merged = job_options.merge(self.default_job_options, opts)
@@ -157,3 +163,10 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin):
         """One of completed, failed, delayed, active, waiting, prioritized,
         waiting-children, or unknown."""
         return str(self.scripts.run("getState", [self.keys.base], [str(job_id)]))
+
+
+def _rebuild_queue(name: str, connection: Any, prefix: str,
+                   default_job_options: Dict[str, Any]) -> "Queue":
+    queue = Queue(name, connection, prefix=prefix, default_job_options=default_job_options)
+    queue._owns_connection = True     # unpickled: a connection of its own
+    return queue

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _fork, errors
-from ._futures import settle
+from ._futures import result_or_named_timeout, settle
 from ._roles import Role
 from ._util import loads
 from .connection import ConnectionLike, as_connection
@@ -224,12 +224,7 @@ class QueueEvents:
         ``errors.TimeoutError`` after ``timeout`` seconds."""
         fut = self.job_future(queue, job_id)
         try:
-            return fut.result(timeout=timeout)
-        except TimeoutError as exc:
-            if isinstance(exc, errors.OrijsError):
-                raise
-            raise errors.TimeoutError(
-                f"job {job_id} of queue {queue.name} did not finish within {timeout}s") from None
+            return result_or_named_timeout(fut, timeout, f"queue {queue.name!r}", str(job_id))
         finally:
             self._forget(queue.name, job_id, fut)
 

@@ -17,6 +17,7 @@ from typing import Any, Dict, Optional, Sequence
 import redis
 
 from . import _fork, errors
+from .connection import refused
 
 _INCLUDE = re.compile(r'^---\s*@include\s+"([\w/-]+)"\s*$', re.MULTILINE)
 
@@ -94,6 +95,8 @@ class Scripts:
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
             conn.disconnect()
             raise errors.ConnectionError(f"Redis at {address} failed: {exc}") from exc
+        except redis.exceptions.NoPermissionError as exc:
+            raise refused(exc, address) from exc
 
 
 def _send(conn: Any, command: Sequence[Any]) -> None:

@@ -20,6 +20,7 @@ from concurrent.futures import CancelledError
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Type
 
 from .. import _fork, errors
+from .._futures import no_result
 from .._timer import Timer, TimerHandle
 from .._util import to_seconds
 from ..queue_events import QueueEvent, QueueEvents
@@ -36,10 +37,11 @@ DEFAULT_TIMEOUT = 30.0
 
 
 class PendingCompletion:
-    __slots__ = ("on_success", "on_error", "on_cancel", "timer", "job_id")
+    __slots__ = ("on_success", "on_error", "on_cancel", "timer", "job_id", "label")
 
     def __init__(self, on_success: OnSuccess, on_error: Optional[OnError],
-                 on_cancel: Optional[OnCancel]) -> None:
+                 on_cancel: Optional[OnCancel], label: str) -> None:
+        self.label = label
         self.on_success = on_success
         self.on_error = on_error
         self.on_cancel = on_cancel
@@ -153,8 +155,9 @@ class CompletionTracker:
     # -- registration ------------------------------------------------------
     def register(self, queue_name: str, correlation_id: str, on_success: OnSuccess,
                  on_error: Optional[OnError] = None, *, timeout: Optional[float] = None,
-                 on_cancel: Optional[OnCancel] = None) -> None:
-        """Wait for a job of ``queue_name``; ``timeout`` seconds (0 = none, None = default)."""
+                 on_cancel: Optional[OnCancel] = None, label: Optional[str] = None) -> None:
+        """Wait for a job of ``queue_name``; ``timeout`` seconds (0 = none, None = default).
+        ``label`` names the wait in its timeout error (default: the queue)."""
         seconds = self.default_timeout if timeout is None else to_seconds(timeout, "timeout")
         self.watch(queue_name)
         with self._lock:
@@ -162,7 +165,8 @@ class CompletionTracker:
             by_corr = self._pending.setdefault(queue_name, {})
             if correlation_id in by_corr:
                 raise ValueError(f"correlation id {correlation_id!r} is already registered")
-            pending = PendingCompletion(on_success, on_error, on_cancel)
+            pending = PendingCompletion(on_success, on_error, on_cancel,
+                                        label or f"queue {queue_name!r}")
             by_corr[correlation_id] = pending
             self._unmapped[queue_name] = self._unmapped.get(queue_name, 0) + 1
             if seconds:
@@ -251,9 +255,10 @@ class CompletionTracker:
     def _time_out(self, queue_name: str, correlation_id: str, seconds: float) -> None:
         with self._lock:
             pending = self._pending.get(queue_name, {}).get(correlation_id)
-            job = pending.job_id if pending is not None else None
-        self.fail(queue_name, correlation_id, errors.TimeoutError(
-            f"Request timeout after {seconds:g}s (queue {queue_name}, job {job})"))
+            if pending is None:
+                return
+            error = no_result(pending.label, pending.job_id, seconds)
+        self.fail(queue_name, correlation_id, error)
 
     def _on_event(self, ev: QueueEvent) -> None:
         """On the events thread: settle whoever waits on the job."""

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
 
 from .. import errors
+from .._futures import no_result
 from .._timer import Timer, TimerHandle
 from .._util import Seconds, dumps, to_seconds
 from . import context
@@ -228,8 +229,7 @@ class InProcessEventProvider:
     def _time_out(self, job: _Job, sub: EventSubscription, seconds: float) -> None:
         with self._lock:
             job.waiters = [(s, h) for s, h in job.waiters if s is not sub]
-        sub._reject(errors.TimeoutError(
-            f"Request timeout after {seconds:g}s (event {job.event_name}, job {job.id})"))
+        sub._reject(no_result(f"event {job.event_name!r}", job.id, seconds))
 
     # -- running -----------------------------------------------------------
     def _run(self, job: _Job) -> None:

@@ -164,7 +164,8 @@ class BullMQEventProvider:
         if expects_result:
             try:
                 self.completion_tracker.register(queue_name, corr, sub._resolve, sub._reject,
-                                                 timeout=wait, on_cancel=sub._cancel_local)
+                                                 timeout=wait, on_cancel=sub._cancel_local,
+                                                 label=f"event {event_name!r}")
             except errors.ConnectionError as exc:   # watching the queue's events stream failed
                 sub._reject(exc)
                 return sub

@@ -4,7 +4,7 @@ from __future__ import annotations
 from concurrent.futures import Future
 from typing import Any, Callable, Optional
 
-from .._futures import settle
+from .._futures import result_or_named_timeout, settle
 
 __all__ = ["EventSubscription"]
 
@@ -34,6 +34,11 @@ class EventSubscription(Future[Any]):
         state = ("cancelled" if self.cancelled() else "finished" if self.done()
                  else "pending")
         return f"<EventSubscription {self.event_name} job={self.job_id} {state}>"
+
+    def result(self, timeout: Optional[float] = None) -> Any:
+        """The handler's result; a wait cut short by ``timeout`` raises an
+        ``errors.TimeoutError`` naming the event, its job id and the seconds waited."""
+        return result_or_named_timeout(self, timeout, f"event {self.event_name!r}", self.job_id)
 
     # Settling from any thread, whoever comes first wins; later calls are no-ops.
     def _resolve(self, result: Any) -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _fork, errors
-from .._futures import settle
+from .._futures import result_or_named_timeout, settle
 from .._timer import Timer, TimerHandle
 
 __all__ = ["FlowHandle", "FlowTracker", "LocalFlowState", "Pending", "FLOW_STATUSES"]
@@ -51,6 +51,12 @@ class FlowHandle(Future):  # type: ignore[type-arg]
 
     def cancel(self) -> bool:
         return False
+
+    def result(self, timeout: Optional[float] = None) -> Any:
+        """The workflow's result; a wait cut short by ``timeout`` raises an
+        ``errors.TimeoutError`` naming the workflow, its flow id and the seconds waited."""
+        return result_or_named_timeout(self, timeout, f"workflow {self.workflow_name!r}",
+                                       self._flow_id)
 
     def _settle(self, result: Any = None, exc: Optional[BaseException] = None) -> None:
         settle(self, result, exc)

@@ -113,7 +113,7 @@ def test_timeouts_share_one_timer_thread(tracker, qname):
     new_threads = {t for t in threading.enumerate()} - before
     assert len(new_threads) <= 1   # at most the timer thread, started lazily
     for fut in futures:
-        with pytest.raises(errors.TimeoutError, match="Request timeout after 0.2s"):
+        with pytest.raises(errors.TimeoutError, match=r"queue .* \(job never-\d+\) got no result within 0.2 s"):
             fut.result(timeout=10)
     assert zero(tracker)
     timer_threads = [t for t in threading.enumerate() if t.name == "orijs-completion-timeouts"]
