@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import Any, Dict, List, Mapping, Optional, TypeVar, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar, Union
 
 import redis
 from redis.client import Pipeline
@@ -19,6 +19,11 @@ from . import _fork, errors
 ConnectionLike = Union[str, Mapping[str, Any], redis.Redis, "RedisConnection", None]
 
 _REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+# What redis-py adds to a pool's connection_kwargs for that pool alone: never copied.
+_POOL_INTERNALS = frozenset({"himport_registry", "maint_notifications_pool_handler",
+                             "maint_notifications_config", "orig_host_address",
+                             "orig_socket_timeout", "orig_socket_connect_timeout",
+                             "event_dispatcher"})
 _SSL_OPTIONS = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile", "ssl_cert_reqs", "ssl_ca_path",
                 "ssl_ca_data", "ssl_check_hostname", "ssl_password", "ssl_min_version",
                 "ssl_ciphers")
@@ -58,6 +63,7 @@ class Client(redis.Redis):
     """A ``redis.Redis`` whose connection failures raise :class:`errors.ConnectionError`."""
 
     address = "?"
+    make_pool: Callable[[], redis.ConnectionPool]     # a new pool of the same options
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
         try:
@@ -111,11 +117,11 @@ class RedisConnection:
         if connection is None:
             return {"host": "127.0.0.1", "port": 6379}, redis.Connection
         if isinstance(connection, str):
-            pool = redis.ConnectionPool.from_url(connection)
-            return dict(pool.connection_kwargs), pool.connection_class
+            return RedisConnection._resolve_options({"url": connection})
         if isinstance(connection, redis.Redis):
             pool = connection.connection_pool
-            return dict(pool.connection_kwargs), pool.connection_class
+            return ({k: v for k, v in pool.connection_kwargs.items() if k not in _POOL_INTERNALS},
+                    pool.connection_class)
         if isinstance(connection, Mapping):
             return RedisConnection._resolve_options(dict(connection))
         raise TypeError(f"connection must be a URL, a dict of options or a redis.Redis, "
@@ -127,10 +133,11 @@ class RedisConnection:
         option means TLS (``rediss://``), as ``redis.Redis(ssl=True, ...)`` does."""
         connection_class = kwargs.pop("connection_class", None)
         if "url" in kwargs:
-            pool = redis.ConnectionPool.from_url(kwargs.pop("url"))
-            merged = dict(pool.connection_kwargs)
+            merged = redis.connection.parse_url(kwargs.pop("url"))
+            connection_class = connection_class or merged.pop("connection_class", None)
+            merged.pop("connection_class", None)
             merged.update(kwargs)
-            kwargs, connection_class = merged, connection_class or pool.connection_class
+            kwargs = merged
         use_ssl = kwargs.pop("ssl", False) or any(k in kwargs for k in _SSL_OPTIONS)
         if connection_class is None:
             connection_class = redis.SSLConnection if use_ssl else redis.Connection
@@ -146,10 +153,15 @@ class RedisConnection:
         kwargs.setdefault("socket_connect_timeout", 5)
         kwargs.setdefault("health_check_interval", 30)
         max_connections = kwargs.pop("max_connections", None)
-        pool = redis.ConnectionPool(connection_class=self._connection_class,
-                                    max_connections=max_connections, **kwargs)
-        client = Client(connection_pool=pool)
+        connection_class = self._connection_class
+
+        def make_pool() -> redis.ConnectionPool:
+            return redis.ConnectionPool(connection_class=connection_class,
+                                        max_connections=max_connections, **dict(kwargs))
+
+        client = Client(connection_pool=make_pool())
         client.address = self.address
+        client.make_pool = make_pool
         return client
 
     def blocking_client(self, longest_block: float) -> "BlockingClient":
@@ -238,12 +250,10 @@ def _drop(conn: Any) -> None:
         pass
 
 
-def renew_pool(client: redis.Redis) -> None:
+def renew_pool(client: Client) -> None:
     """Give ``client`` a new, empty pool of the same options (in a forked child)."""
     old = client.connection_pool
-    client.connection_pool = old.__class__(connection_class=old.connection_class,
-                                           max_connections=old.max_connections,
-                                           **old.connection_kwargs)
+    client.connection_pool = client.make_pool()
     for conn in [*getattr(old, "_available_connections", ()),
                  *getattr(old, "_in_use_connections", ())]:
         _drop(conn)

@@ -1,0 +1,153 @@
+"""Core components used in a child process: ``os.fork()``, multiprocessing ``fork`` and
+``spawn``. In the fork modes the parent made and used the object first (open sockets,
+running threads); the child must get its own connections and threads, never touch
+the parent's pending state, and the parent must carry on unharmed."""
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+import redis
+
+import fork_cases
+from forking import MODES, run_in_child
+from orijs_sync import FlowProducer, Queue, QueueEvents, Worker
+from orijs_sync._timer import Timer
+from orijs_sync.connection import RedisConnection
+from orijs_sync.testing import wait_until
+
+FORKS = ("os.fork", "fork")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_queue(mode, redis_url, qname):
+    queue = Queue(qname, redis_url)
+    before = queue.add("from-parent", {})
+    out = run_in_child(mode, fork_cases.queue_child, queue)
+    assert out["state"] == "waiting"
+    after = queue.add("from-parent-again", {})         # the parent's pool still works
+    assert queue.get_job(out["id"]).data["pid"] != os.getpid()
+    assert {before.id, after.id, out["id"]} <= set(queue.client.lrange(queue.keys.wait, 0, -1))
+    queue.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_connection_direct_and_pooled(mode, redis_url):
+    conn = RedisConnection(redis_url)
+    direct = conn.direct_connection()
+    parent_direct = fork_cases.client_id(direct)
+    parent_pooled = int(conn.client.client_id())
+    out = run_in_child(mode, fork_cases.connection_child, conn)
+    assert out["direct_pid_ok"]
+    assert out["direct_client_id"] not in (parent_direct, parent_pooled)
+    assert out["pooled_client_id"] not in (parent_direct, parent_pooled)
+    assert fork_cases.client_id(conn.direct_connection()) == parent_direct   # untouched
+    assert int(conn.client.client_id()) == parent_pooled
+    conn.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_blocking_client(mode, redis_url, namespace, r):
+    conn = RedisConnection(redis_url)
+    key = f"{namespace}:z"
+    blocking = conn.blocking_client(1.0)
+    parent_id = int(blocking.client.client_id())
+    r.zadd(key, {"m1": 1})
+    out = run_in_child(mode, fork_cases.blocking_child,
+                       None if mode == "spawn" else blocking, conn, key)
+    assert out["popped"] == "m1"
+    assert out["client_id"] != parent_id
+    assert int(blocking.client.client_id()) == parent_id
+    blocking.close()
+    conn.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_worker_started_in_the_parent_is_inert_in_the_child(mode, redis_url, qname):
+    """A forked child of a running worker: the copy does not run (start() refuses with
+    a clear error), takes no job, renews nothing; close() is quick. A new Worker made
+    in the child runs as its own."""
+    queue = Queue(qname, redis_url)
+    events = QueueEvents(qname, redis_url)
+    gate = threading.Event()
+
+    def handler(job):
+        if job.name == "hold":
+            assert gate.wait(60)
+        return {"pid": os.getpid(), "name": job.name}
+
+    worker = Worker(qname, handler, redis_url, drain_delay=1, lock_duration=2).start()
+    try:
+        queue.add("hold", {}, job_id="first")
+        wait_until(lambda: queue.get_job_state("first") == "active", 20, "first active")
+        queue.add("second", {}, job_id="second")
+        out = run_in_child(mode, fork_cases.worker_child,
+                           None if mode == "spawn" else worker, queue, f"{qname}-own")
+        assert out["own"]["name"] == "own" and out["own"]["pid"] != os.getpid()
+        if mode != "spawn":
+            assert out["is_running"] is False
+            assert "create a new Worker" in out["start"] and str(os.getpid()) in out["start"]
+            assert out["closed"] is True and out["close_seconds"] < 5
+            assert out["second_state"] == "waiting"
+        gate.set()
+        for job_id in ("first", "second"):
+            assert events.wait_for_job(queue, job_id, timeout=20)["pid"] == os.getpid()
+    finally:
+        gate.set()
+        worker.close(timeout=10)
+        events.close()
+        queue.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_queue_events(mode, redis_url, qname, r, namespace):
+    """The child waits on its own; the parent's wait (pending at the fork, with a
+    callback) is settled in the parent only."""
+    queue = Queue(qname, redis_url)
+    events = QueueEvents(qname, redis_url)
+    worker = Worker(qname, fork_cases.pid_handler, redis_url, drain_delay=1).start()
+    key = f"{namespace}:settled-by"
+    try:
+        queue.add("warm", {}, job_id="warm")
+        events.wait_for_job(queue, "warm", timeout=20)        # the tailer runs
+        parent_wait = events.job_future(queue, "J")
+        parent_wait.add_done_callback(lambda fut: r.rpush(key, os.getpid()))
+        out = run_in_child(mode, fork_cases.events_child,
+                           None if mode == "spawn" else events, queue)
+        assert out["k"]["name"] == "k"
+        assert parent_wait.result(timeout=20)["name"] == "j"
+        wait_until(lambda: r.llen(key) >= 1, 10, "the parent's callback")
+        assert r.lrange(key, 0, -1) == [str(os.getpid())]
+    finally:
+        worker.close(timeout=10)
+        events.close()
+        queue.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_flow_producer(mode, redis_url, qname):
+    producer = FlowProducer(redis_url)
+    producer.add({"name": "warm", "queue_name": qname, "data": {}})
+    events = QueueEvents(qname, redis_url)
+    out = run_in_child(mode, fork_cases.flow_child, producer, qname)
+    with Worker(qname, fork_cases.pid_handler, redis_url, drain_delay=1):
+        queue = producer.queue(qname)
+        assert events.wait_for_job(queue, out["top"], timeout=20)["name"] == "top"
+        assert queue.get_job_state(out["leaf"]) == "completed"
+    events.close()
+    producer.close()
+
+
+@pytest.mark.parametrize("mode", FORKS)
+def test_timer_runs_its_own_entries_never_the_parents(mode, redis_url, namespace, r):
+    timer = Timer("orijs-test-timer").start()
+    key = f"{namespace}:timer"
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    timer.call_later(0.6, lambda: client.rpush(key, f"parent-entry@{os.getpid()}"))
+    out = run_in_child(mode, fork_cases.timer_child, timer, redis_url, key)
+    wait_until(lambda: r.llen(key) >= 2, 10, "both entries")
+    assert sorted(r.lrange(key, 0, -1)) == sorted([f"child-entry@{out['pid']}",
+                                                   f"parent-entry@{os.getpid()}"])
+    timer.stop()
+    client.close()
