@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 import uuid
-from typing import Callable, Iterator, List, Optional
+from typing import Callable, Iterator, List, Optional, Sequence
 
 import redis
 
@@ -31,15 +31,20 @@ def _free_port() -> int:
 
 
 class RedisServer:
-    """A ``redis-server`` child process on a free loopback port; a context manager."""
+    """A ``redis-server`` child process on a free loopback port; a context manager.
+    ``args`` are more ``redis-server`` options (``--tls-port``, ``--requirepass``...);
+    ``password`` is what the readiness check authenticates with."""
 
-    def __init__(self, binary: Optional[str] = None, port: Optional[int] = None) -> None:
+    def __init__(self, binary: Optional[str] = None, port: Optional[int] = None, *,
+                 args: Sequence[str] = (), password: Optional[str] = None) -> None:
         found = binary or shutil.which("redis-server")
         if not found:
             raise RuntimeError("redis-server is not on PATH (install Debian's redis-server "
                                "package, or set REDIS_URL)")
         self.binary: str = found
         self.port = port or _free_port()
+        self.args = list(args)
+        self.password = password
         self._dir: Optional[tempfile.TemporaryDirectory] = None
         self._proc: Optional[subprocess.Popen] = None
 
@@ -62,10 +67,10 @@ class RedisServer:
         self._proc = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no", "--dir", self._dir.name,
-             "--daemonize", "no", "--loglevel", "warning"],
+             "--daemonize", "no", "--loglevel", "warning", *self.args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
-        client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
+        client = redis.Redis(port=self.port, socket_connect_timeout=0.5, password=self.password)
         try:
             while self._proc.poll() is None and time.monotonic() < deadline:
                 try:
