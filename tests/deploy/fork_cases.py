@@ -107,8 +107,10 @@ def event_child(provider: Optional[BullMQEventProvider], url: str, queue_prefix:
     try:
         result = provider.emit("ping", {"pid": os.getpid()}).result(timeout=20)
         redis.Redis.from_url(url).rpush(gate, "open")
+        provider.subscribe("mine", lambda msg: os.getpid())     # a child may run its own
+        mine = provider.emit("mine", {}).result(timeout=20)
         time.sleep(1.0)
-        return {"result": result}
+        return {"result": result, "mine": mine, "pid": os.getpid()}
     finally:
         if own:
             provider.stop()

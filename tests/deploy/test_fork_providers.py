@@ -34,6 +34,7 @@ def test_event_provider(mode, redis_url, namespace, r):
                            None if mode == "spawn" else emitter, redis_url, prefix, gate)
         assert out["result"]["by"] == os.getpid()        # the parent's subscriber answered
         assert out["result"]["to"] != os.getpid()        # ... the child's own emit
+        assert out["mine"] == out["pid"]                 # the child's own subscriber
         assert pending.result(timeout=20) is True
         wait_until(lambda: r.llen(settled_by) >= 1, 10, "the parent's callback")
         assert r.lrange(settled_by, 0, -1) == [str(os.getpid())]

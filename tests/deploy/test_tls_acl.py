@@ -116,6 +116,13 @@ def test_user_limited_to_bull_keys_and_the_documented_commands(acl_server, admin
     run_lifecycle(f"redis://app:user-secret@127.0.0.1:{acl_server.port}/0")
 
 
+def test_the_readme_lists_exactly_these_commands():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = readme.split("ACL SETUSER app on >secret ~bull:* resetchannels -@all", 1)[1]
+    listed = block.split("```", 1)[0].split()
+    assert listed == [f"+{command}" for command in ACL_COMMANDS]
+
+
 def test_wrong_password_names_the_address_and_user(acl_server, admin):
     _user(admin, "app", "~bull:*", "+@all")
     url = f"redis://app:wrong@127.0.0.1:{acl_server.port}/0"
