@@ -21,11 +21,11 @@ import logging
 import os
 import threading
 import weakref
-from typing import Any, Dict, Optional, Protocol
+from typing import Any, Protocol
 
 log = logging.getLogger(__name__)
 
-__all__ = ["track", "fresh_lock", "ForkAware", "pid"]
+__all__ = ["track", "ForkAware"]
 
 
 class ForkAware(Protocol):
@@ -34,35 +34,12 @@ class ForkAware(Protocol):
 
 _registry_lock = threading.Lock()     # guards _objects; held across fork() itself
 _objects: "weakref.WeakSet[Any]" = weakref.WeakSet()
-_pid = os.getpid()
-
-
-def pid() -> int:
-    """The current process id as of the last fork (cheap; no system call)."""
-    return _pid
 
 
 def track(obj: ForkAware) -> None:
     """Call ``obj._after_fork_in_child()`` in every child forked while ``obj`` lives."""
     with _registry_lock:
         _objects.add(obj)
-
-
-def fresh_lock(old: Any) -> Any:
-    """A new, released lock of the same kind as ``old`` (Lock, RLock, Condition, Event)."""
-    if isinstance(old, threading.Condition):
-        return threading.Condition()
-    if isinstance(old, threading.Event):
-        return threading.Event()
-    if isinstance(old, type(threading.RLock())):
-        return threading.RLock()
-    return threading.Lock()
-
-
-def reset_locks(obj: Any, *names: str) -> None:
-    """Replace each named lock attribute of ``obj`` by a fresh one."""
-    for name in names:
-        setattr(obj, name, fresh_lock(getattr(obj, name)))
 
 
 def _before() -> None:
@@ -74,18 +51,13 @@ def _after_in_parent() -> None:
 
 
 def _after_in_child() -> None:
-    global _registry_lock, _pid
+    global _registry_lock
     _registry_lock = threading.Lock()
-    _pid = os.getpid()
-    objects = list(_objects)
-    failures: Dict[str, Optional[BaseException]] = {}
-    for obj in objects:
+    for obj in list(_objects):
         try:
             obj._after_fork_in_child()
-        except Exception as exc:  # noqa: BLE001 - one object must not break the others
-            failures[repr(obj)] = exc
-    for what, exc in failures.items():
-        log.error("after fork: resetting %s failed: %s", what, exc)
+        except Exception:  # noqa: BLE001 - one object must not break the others
+            log.exception("after fork: resetting %r failed", obj)
 
 
 if hasattr(os, "register_at_fork"):
