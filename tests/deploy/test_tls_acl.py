@@ -14,9 +14,11 @@ from typing import Dict, Iterator
 import pytest
 import redis
 
+import fork_cases
+from forking import run_in_child
 from lifecycle import run_lifecycle
 from orijs_sync import Queue, Worker, errors
-from orijs_sync.connection import ACL_COMMANDS
+from orijs_sync.connection import ACL_COMMANDS, RedisConnection
 from orijs_sync.events import BullMQEventProvider
 from orijs_sync.testing import RedisServer, _free_port
 
@@ -90,6 +92,21 @@ def test_tls_url(tls_port, certs):
 def test_tls_dict(tls_port, certs):
     run_lifecycle({"host": "127.0.0.1", "port": tls_port, "ssl_ca_certs": certs["ca"],
                    "ssl_certfile": certs["client_crt"], "ssl_keyfile": certs["client_key"]})
+
+
+@pytest.mark.parametrize("mode", ["os.fork", "fork"])
+def test_tls_connections_in_a_forked_child(mode, tls_port, certs):
+    """The child opens its own TLS sessions; the parent's (pooled and direct) go on."""
+    conn = RedisConnection({"host": "127.0.0.1", "port": tls_port, "ssl_ca_certs": certs["ca"],
+                            "ssl_certfile": certs["client_crt"],
+                            "ssl_keyfile": certs["client_key"]})
+    direct_id = fork_cases.client_id(conn.direct_connection())
+    pooled_id = int(conn.client.client_id())
+    out = run_in_child(mode, fork_cases.connection_child, conn)
+    assert {out["direct_client_id"], out["pooled_client_id"]}.isdisjoint({direct_id, pooled_id})
+    assert fork_cases.client_id(conn.direct_connection()) == direct_id
+    assert int(conn.client.client_id()) == pooled_id
+    conn.close()
 
 
 def test_tls_without_a_client_certificate_fails_clearly(tls_port, certs):

@@ -151,7 +151,8 @@ def test_result_that_json_cannot_hold_fails_without_retry(make_provider):
 def test_timeout_fails_the_future_and_leaves_nothing(make_provider):
     provider = make_provider()
     sub = provider.emit("nobody.listens", {}, timeout=0.2)
-    with pytest.raises(errors.TimeoutError, match=r"event .nobody.listens. \(job .+\) got no result within 0.2 s"):
+    with pytest.raises(errors.TimeoutError,
+                       match=r"event .nobody.listens. \(job .+\) got no result within 0.2 s"):
         sub.result(timeout=10)
     with pytest.raises(TimeoutError):   # the builtin, too
         sub.result()
