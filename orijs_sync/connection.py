@@ -45,7 +45,8 @@ def _address(kwargs: Mapping[str, Any]) -> str:
     if kwargs.get("path"):
         where = f"unix://{kwargs['path']}"
     else:
-        where = f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
+        host, port = kwargs.get("host", "localhost"), kwargs.get("port", 6379)
+        where = f"{host}:{port}/{kwargs.get('db', 0)}"
     if kwargs.get("username") or kwargs.get("password"):
         return f"{kwargs.get('username') or 'default'}@{where}"
     return where
@@ -53,8 +54,8 @@ def _address(kwargs: Mapping[str, Any]) -> str:
 
 def refused(exc: redis.exceptions.NoPermissionError, address: str) -> errors.PermissionDenied:
     """An ACL refusal (NOPERM), naming the address and the user."""
-    return errors.PermissionDenied(f"Redis at {address} refused: {exc} (see the README's "
-                                   "'ACL users' section for the commands the library needs)")
+    return errors.PermissionDenied(f"Redis at {address} refused: {exc} (the commands the "
+                                   "library needs: orijs_sync.connection.ACL_COMMANDS)")
 
 
 class _TranslatingPipeline(Pipeline):
