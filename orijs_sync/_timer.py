@@ -16,9 +16,12 @@ import threading
 import time
 from typing import Any, Callable, List, Optional
 
+from . import _validate as check
 from . import errors
 
 log = logging.getLogger(__name__)
+
+MAX_WAIT = check.MAX_SECONDS   # far below threading.TIMEOUT_MAX
 
 
 class TimerHandle:
@@ -59,7 +62,8 @@ class Timer:
 
     def call_later(self, delay: float, fn: Callable[[], Any]) -> TimerHandle:
         """Run ``fn()`` on the timer thread after ``delay`` seconds."""
-        handle = TimerHandle(time.monotonic() + max(0.0, delay), next(self._seq), fn)
+        delay = min(max(0.0, float(check.number(delay, "delay"))), MAX_WAIT)  # type: ignore[arg-type]
+        handle = TimerHandle(time.monotonic() + delay, next(self._seq), fn)
         with self._cond:
             if self._stopped:
                 raise errors.ShutdownError(f"{self.name} is stopped")
@@ -112,7 +116,7 @@ class Timer:
                         continue
                     wait = top.deadline - time.monotonic()
                     if wait > 0:
-                        self._cond.wait(wait)
+                        self._cond.wait(min(wait, MAX_WAIT))   # never past the OS limit
                         continue
                     heapq.heappop(self._heap)
                     fn, top.fn = top.fn, None

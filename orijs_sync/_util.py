@@ -6,6 +6,8 @@ import time
 from datetime import timedelta
 from typing import Any, Optional, Union
 
+from . import _validate, errors
+
 Seconds = Union[int, float, timedelta]
 
 
@@ -14,22 +16,13 @@ def now_ms() -> int:
 
 
 def to_seconds(value: Optional[Seconds], name: str, *, allow_none: bool = True) -> Optional[float]:
-    """A duration in seconds from a number or ``timedelta``; negative values are refused."""
-    if value is None:
-        if allow_none:
-            return None
-        raise ValueError(f"{name} is required")
-    if isinstance(value, timedelta):
-        value = value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{name} must be a number of seconds or a timedelta, not {value!r}")
-    if value != value or value < 0:  # NaN or negative
-        raise ValueError(f"{name} must be >= 0 seconds, got {value!r}")
-    return float(value)
+    """A duration in seconds from a number or ``timedelta``: finite, >= 0, at most
+    ten years (``_validate.seconds``)."""
+    return _validate.seconds(value, name, allow_none=allow_none)
 
 
-def to_ms(value: Optional[Seconds], name: str) -> Optional[int]:
-    seconds = to_seconds(value, name)
+def to_ms(value: Optional[Seconds], name: str, *, allow_none: bool = True) -> Optional[int]:
+    seconds = to_seconds(value, name, allow_none=allow_none)
     return None if seconds is None else int(round(seconds * 1000))
 
 
@@ -37,8 +30,9 @@ def dumps(value: Any, what: str = "value") -> str:
     """Compact JSON as BullMQ writes it; a value JSON can't hold raises ``TypeError``."""
     try:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{what} cannot be stored as JSON: {exc}") from exc
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise errors.InvalidArgumentType(f"{what} cannot be stored as JSON: {exc}",
+                                         what, value) from exc
 
 
 def loads(text: Optional[str], default: Any = None) -> Any:

@@ -94,7 +94,7 @@ class RedisConnection:
                 merged.update(kwargs)
                 return merged, pool.connection_class
             return kwargs, redis.Connection
-        raise TypeError(f"connection must be a URL, a dict of options or a redis.Redis, "
+        raise errors.InvalidArgumentType(f"connection must be a URL, a dict of options or a redis.Redis, "
                         f"not {type(connection).__name__}")
 
     def _make_client(self, kwargs: Dict[str, Any]) -> Client:

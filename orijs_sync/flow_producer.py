@@ -24,6 +24,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
+from . import errors
 from . import options as job_options
 from ._job_flow import PARENT_FLAGS, attach_to_parent, children_keys, parent_link
 from .connection import ConnectionLike, ConnectionOwner
@@ -64,7 +65,7 @@ class FlowProducer(ConnectionOwner):
 
     def __init__(self, connection: ConnectionLike = None, *, prefix: str = "bull") -> None:
         if not isinstance(prefix, str) or not prefix:
-            raise ValueError("prefix must be a non-empty string")
+            raise errors.InvalidArgument("prefix must be a non-empty string")
         self.prefix = prefix
         self._use_connection(connection)
         self._queues: Dict[Tuple[str, str], Queue] = {}
@@ -120,25 +121,25 @@ class FlowProducer(ConnectionOwner):
 
     def _plan(self, node: Any, parent: Optional[Dict[str, str]], where: str) -> _Planned:
         if not isinstance(node, Mapping):
-            raise ValueError(f"{where} must be a dict with name, queue_name, data, opts, children")
+            raise errors.InvalidArgument(f"{where} must be a dict with name, queue_name, data, opts, children")
         unknown = set(node) - NODE_KEYS
         if unknown:
-            raise ValueError(f"{where} has unknown key(s) {', '.join(sorted(unknown))}; "
+            raise errors.InvalidArgument(f"{where} has unknown key(s) {', '.join(sorted(unknown))}; "
                              f"a node takes {', '.join(sorted(NODE_KEYS))}")
         name, queue_name = node.get("name"), node.get("queue_name")
         if not isinstance(name, str) or not name:
-            raise ValueError(f"{where} needs a 'name' (non-empty string)")
+            raise errors.InvalidArgument(f"{where} needs a 'name' (non-empty string)")
         if not isinstance(queue_name, str) or not queue_name:
-            raise ValueError(f"{where} ({name!r}) needs a 'queue_name' (non-empty string)")
+            raise errors.InvalidArgument(f"{where} ({name!r}) needs a 'queue_name' (non-empty string)")
         if ":" in queue_name:
-            raise ValueError(f"{where}: queue_name {queue_name!r} must not contain ':'")
+            raise errors.InvalidArgument(f"{where}: queue_name {queue_name!r} must not contain ':'")
         prefix = node.get("prefix") or self.prefix
         queue = self.queue(queue_name, prefix)
         raw_opts = dict(node.get("opts") or {})
         link = raw_opts.pop("parent", None)
         if link is not None:
             if parent is not None:
-                raise ValueError(f"{where} ({name!r}): only a flow's root may set opts['parent']")
+                raise errors.InvalidArgument(f"{where} ({name!r}): only a flow's root may set opts['parent']")
             parent = parent_link(link)
         opts = job_options.encode(raw_opts)
         job_id = opts.get("jobId") or str(uuid.uuid4())
@@ -149,16 +150,16 @@ class FlowProducer(ConnectionOwner):
             try:
                 stored_parent = attach_to_parent(parent, opts)
             except ValueError as exc:
-                raise ValueError(f"{where} ({name!r}): {exc}") from None
+                raise errors.InvalidArgument(f"{where} ({name!r}): {exc}") from None
             parent_key = f"{parent['queue']}:{parent['id']}"
         else:
             flags = [flag for flag in PARENT_FLAGS if opts.get(flag)]
             if len(flags) > 1:
-                raise ValueError(f"{where} ({name!r}): these options cannot be used together: "
+                raise errors.InvalidArgument(f"{where} ({name!r}): these options cannot be used together: "
                                  + ", ".join(PARENT_FLAGS[f] for f in flags))
         children = node.get("children") or []
         if not isinstance(children, (list, tuple)):
-            raise ValueError(f"{where} ({name!r}): children must be a list of nodes")
+            raise errors.InvalidArgument(f"{where} ({name!r}): children must be a list of nodes")
         data = node.get("data")
         call = AddCall(queue.keys, name, {} if data is None else data, opts,
                        parent=stored_parent, wait_children=bool(children))
@@ -174,10 +175,10 @@ class FlowProducer(ConnectionOwner):
         each outcome per node) down to ``depth`` levels (1 = the job alone).
         ``None`` when the job does not exist."""
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-            raise ValueError(f"depth must be an integer >= 1, not {depth!r}")
+            raise errors.InvalidArgument(f"depth must be an integer >= 1, not {depth!r}")
         if isinstance(max_children, bool) or not isinstance(max_children, int) \
                 or max_children < 1:
-            raise ValueError(f"max_children must be an integer >= 1, not {max_children!r}")
+            raise errors.InvalidArgument(f"max_children must be an integer >= 1, not {max_children!r}")
         return self._get_node(prefix or self.prefix, queue_name, str(job_id), depth,
                               max_children)
 

@@ -92,13 +92,13 @@ def _six_fields(pattern: str) -> bool:
 def validate_pattern(pattern: Any) -> str:
     """A cron pattern of 5 fields, or 6 with seconds first (as BullMQ's cron-parser reads it)."""
     if not isinstance(pattern, str) or not pattern.strip():
-        raise ValueError(f"pattern must be a cron string, not {pattern!r}")
+        raise errors.InvalidArgument(f"pattern must be a cron string, not {pattern!r}")
     count = len(pattern.split())
     if count not in (5, 6):
-        raise ValueError(f"cron pattern {pattern!r} must have 5 fields (or 6, seconds first), "
+        raise errors.InvalidArgument(f"cron pattern {pattern!r} must have 5 fields (or 6, seconds first), "
                          f"not {count}")
     if not croniter.is_valid(pattern, second_at_beginning=count == 6):
-        raise ValueError(f"invalid cron pattern {pattern!r}")
+        raise errors.InvalidArgument(f"invalid cron pattern {pattern!r}")
     return pattern
 
 
@@ -109,7 +109,7 @@ def _zone(tz: Optional[str]) -> Any:
     try:
         return ZoneInfo(tz)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(f"unknown time zone {tz!r}") from exc
+        raise errors.InvalidArgument(f"unknown time zone {tz!r}") from exc
 
 
 def cron_next_millis(pattern: str, after_ms: int, *, tz: Optional[str] = None,
@@ -126,7 +126,7 @@ def cron_next_millis(pattern: str, after_ms: int, *, tz: Optional[str] = None,
         following = croniter(pattern, start, second_at_beginning=_six_fields(pattern))
         nxt = following.get_next(datetime)
     except (ValueError, KeyError) as exc:  # croniter errors are ValueErrors
-        raise ValueError(f"cron pattern {pattern!r} has no next run: {exc}") from exc
+        raise errors.InvalidArgument(f"cron pattern {pattern!r} has no next run: {exc}") from exc
     millis = int(round(nxt.timestamp() * 1000))
     if end_date is not None and millis > int(end_date):
         return None
@@ -142,7 +142,7 @@ def _date_ms(value: Optional[DateLike], name: str) -> Optional[int]:
     if isinstance(value, datetime):
         return int(round(value.timestamp() * 1000))
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ValueError(f"{name} must be a datetime or ms since the epoch, not {value!r}")
+        raise errors.InvalidArgument(f"{name} must be a datetime or ms since the epoch, not {value!r}")
     return int(value)
 
 
@@ -150,10 +150,10 @@ def _every_ms(every: Seconds) -> int:
     try:
         seconds = to_seconds(every, "every", allow_none=False)
     except ValueError as exc:
-        raise ValueError(f"every must be a number of seconds > 0 or a timedelta: {exc}") from None
+        raise errors.InvalidArgument(f"every must be a number of seconds > 0 or a timedelta: {exc}") from None
     ms = int(round(float(seconds) * 1000))  # type: ignore[arg-type]
     if ms <= 0:
-        raise ValueError(f"every must be > 0 seconds (at least 1 ms), got {every!r}")
+        raise errors.InvalidArgument(f"every must be > 0 seconds (at least 1 ms), got {every!r}")
     return ms
 
 
@@ -163,16 +163,16 @@ def _template(scheduler_id: str, template: Optional[Mapping[str, Any]],
     template = dict(template or {})
     unknown = set(template) - _TEMPLATE_KEYS
     if unknown:
-        raise ValueError(f"template takes name, data and opts; unknown: {', '.join(sorted(unknown))}")
+        raise errors.InvalidArgument(f"template takes name, data and opts; unknown: {', '.join(sorted(unknown))}")
     name = template.get("name", scheduler_id)
     if not isinstance(name, str) or not name:
-        raise ValueError(f"template name must be a non-empty string, not {name!r}")
+        raise errors.InvalidArgument(f"template name must be a non-empty string, not {name!r}")
     data = template.get("data")
     data_text = dumps({} if data is None else data, f"data of job scheduler {scheduler_id!r}")
     raw_opts = dict(template.get("opts") or {})
     for key, why in _REFUSED_TEMPLATE_OPTS.items():
         if raw_opts.get(key) is not None:
-            raise ValueError(f"template opts may not set {key!r}: {why}")
+            raise errors.InvalidArgument(f"template opts may not set {key!r}: {why}")
     merged = job_options.merge(defaults, raw_opts)
     opts = job_options.encode(merged)
     if merged.get("attempts") is None:
@@ -192,9 +192,9 @@ def upsert(queue: "Queue", scheduler_id: str, *, every: Optional[Seconds] = None
     from .job import Job
 
     if not isinstance(scheduler_id, str) or not scheduler_id:
-        raise ValueError(f"scheduler_id must be a non-empty string, not {scheduler_id!r}")
+        raise errors.InvalidArgument(f"scheduler_id must be a non-empty string, not {scheduler_id!r}")
     if (every is None) == (pattern is None):
-        raise ValueError("give exactly one of every (seconds) or pattern (cron)")
+        raise errors.InvalidArgument("give exactly one of every (seconds) or pattern (cron)")
     fields: Dict[str, Any] = {}
     repeat: Dict[str, Any] = {}
     if every is not None:
@@ -203,23 +203,23 @@ def upsert(queue: "Queue", scheduler_id: str, *, every: Optional[Seconds] = None
         fields["pattern"] = repeat["pattern"] = validate_pattern(pattern)
     if tz is not None:
         if not isinstance(tz, str):
-            raise ValueError(f"tz must be a time zone name, not {tz!r}")
+            raise errors.InvalidArgument(f"tz must be a time zone name, not {tz!r}")
         _zone(tz)
         fields["tz"] = repeat["tz"] = tz
     start_ms = _date_ms(start_date, "start_date")
     end_ms = _date_ms(end_date, "end_date")
     now = now_ms()
     if end_ms is not None and end_ms < now:
-        raise ValueError("end_date must be in the future")
+        raise errors.InvalidArgument("end_date must be in the future")
     if start_ms is not None and end_ms is not None and end_ms < start_ms:
-        raise ValueError("end_date must not be before start_date")
+        raise errors.InvalidArgument("end_date must not be before start_date")
     if start_ms is not None:
         fields["startDate"] = repeat["startDate"] = start_ms
     if end_ms is not None:
         fields["endDate"] = repeat["endDate"] = end_ms
     if limit is not None:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"limit must be an integer >= 1, not {limit!r}")
+            raise errors.InvalidArgument(f"limit must be an integer >= 1, not {limit!r}")
         fields["limit"] = repeat["limit"] = limit
     name, data_text, template_opts = _template(scheduler_id, template,
                                                getattr(queue, "default_job_options", {}))

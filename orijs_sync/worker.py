@@ -148,19 +148,19 @@ class Worker:
                  worker_name: Optional[str] = None, autorun: bool = False,
                  skip_stalled_check: bool = False) -> None:
         if not callable(processor):
-            raise TypeError("processor must be callable: processor(job) -> result")
+            raise errors.InvalidArgumentType("processor must be callable: processor(job) -> result")
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+            raise errors.InvalidArgument(f"concurrency must be an integer >= 1, got {concurrency!r}")
         if isinstance(max_stalled_count, bool) or not isinstance(max_stalled_count, int) \
                 or max_stalled_count < 0:
-            raise ValueError(f"max_stalled_count must be an integer >= 0, got {max_stalled_count!r}")
+            raise errors.InvalidArgument(f"max_stalled_count must be an integer >= 0, got {max_stalled_count!r}")
         self.name = name
         self.processor = processor
         self.concurrency = concurrency
         self.keys = QueueKeys(prefix, name)
         self.lock_duration_ms = int(to_seconds(lock_duration, "lock_duration") * 1000)  # type: ignore[operator]
         if self.lock_duration_ms < 1:
-            raise ValueError("lock_duration must be > 0")
+            raise errors.InvalidArgument("lock_duration must be > 0")
         self.stalled_interval = float(to_seconds(stalled_interval, "stalled_interval"))  # type: ignore[arg-type]
         self.max_stalled_count = max_stalled_count
         self.drain_delay = float(to_seconds(drain_delay, "drain_delay"))  # type: ignore[arg-type]
@@ -201,11 +201,11 @@ class Worker:
             maximum = limiter["max"]
             duration = to_seconds(limiter["duration"], "limiter duration")
         except (KeyError, TypeError) as exc:
-            raise ValueError("limiter must be {'max': n, 'duration': seconds}") from exc
+            raise errors.InvalidArgument("limiter must be {'max': n, 'duration': seconds}") from exc
         if isinstance(maximum, bool) or not isinstance(maximum, int) or maximum < 1:
-            raise ValueError(f"limiter max must be an integer >= 1, got {maximum!r}")
+            raise errors.InvalidArgument(f"limiter max must be an integer >= 1, got {maximum!r}")
         if not duration:
-            raise ValueError("limiter duration must be > 0 seconds")
+            raise errors.InvalidArgument("limiter duration must be > 0 seconds")
         return {"max": maximum, "duration": int(duration * 1000)}
 
     # -- listeners ---------------------------------------------------------
@@ -213,7 +213,7 @@ class Worker:
         """Local listener: active(job), completed(job, result), failed(job, exc),
         error(exc), stalled(job_id), drained(), closed()."""
         if event not in self._listeners:
-            raise ValueError(f"unknown worker event {event!r}; one of {', '.join(LISTENER_EVENTS)}")
+            raise errors.InvalidArgument(f"unknown worker event {event!r}; one of {', '.join(LISTENER_EVENTS)}")
         self._listeners[event].append(fn)
         return fn
 
@@ -380,7 +380,12 @@ class Worker:
                                        self.connection.address)
 
     def _job_from_reply(self, fields: List[str], job_id: str, token: str) -> Job:
-        job = Job.from_hash(self.queue, str(job_id), dict(zip(fields[::2], fields[1::2])))
+        raw = dict(zip(fields[::2], fields[1::2]))
+        try:
+            job = Job.from_hash(self.queue, str(job_id), raw)
+        except Exception as exc:  # noqa: BLE001 - a poison hash fails its job only
+            job = Job(self.queue, str(job_id), str(raw.get("name", "")), None)
+            job.problem = f"the job hash cannot be read: {exc}"
         job.token = token
         job._worker = self
         return job

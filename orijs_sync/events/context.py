@@ -13,6 +13,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
+from .. import errors
 from .message import EventMessage
 
 __all__ = ["EventContext", "current_context", "current_meta", "propagation_context",
@@ -48,7 +49,7 @@ def propagation_context(meta: Mapping[str, Any], *,
                         causation_id: Optional[str] = None) -> Iterator[EventContext]:
     """Emits made inside the block carry ``meta`` (and ``causation_id`` if given)."""
     if not isinstance(meta, Mapping):
-        raise TypeError(f"meta must be a dict, not {type(meta).__name__}")
+        raise errors.InvalidArgumentType(f"meta must be a dict, not {type(meta).__name__}")
     token = _current.set(EventContext(meta=dict(meta), event_id=causation_id))
     try:
         yield _current.get()  # type: ignore[misc]

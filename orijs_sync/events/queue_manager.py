@@ -75,7 +75,7 @@ class QueueManager:
                  queue_class: Type[Queue] = Queue, worker_class: Type[Worker] = Worker,
                  logger: Optional[logging.Logger] = None) -> None:
         if not isinstance(queue_prefix, str) or not queue_prefix or ":" in queue_prefix:
-            raise ValueError(f"queue_prefix must be a non-empty string without ':', "
+            raise errors.InvalidArgument(f"queue_prefix must be a non-empty string without ':', "
                              f"got {queue_prefix!r}")
         self.connection = connection
         self.queue_prefix = queue_prefix
@@ -133,7 +133,7 @@ class QueueManager:
             if self._stopped:
                 raise errors.ShutdownError("QueueManager is stopped")
             if event_name in self._workers:
-                raise ValueError(f"{event_name!r} already has a subscriber in this provider")
+                raise errors.InvalidArgument(f"{event_name!r} already has a subscriber in this provider")
             self._workers[event_name] = _PENDING
         try:
             options = {"concurrency": DEFAULT_CONCURRENCY, **self.default_worker_options}

@@ -53,7 +53,7 @@ class ProviderBase:
         self.stall_interval = float(to_seconds(stall_interval, "stall_interval",
                                                allow_none=False) or 0.0)
         if self.stall_interval < MIN_STALL_INTERVAL:
-            raise ValueError(f"stall_interval must be at least {MIN_STALL_INTERVAL:g}s (got "
+            raise errors.InvalidArgument(f"stall_interval must be at least {MIN_STALL_INTERVAL:g}s (got "
                              f"{self.stall_interval:g}): shorter intervals mistake GC pauses "
                              "and network hiccups for dead workers")
         self.default_timeout = float(to_seconds(default_timeout, "default_timeout",
@@ -62,7 +62,7 @@ class ProviderBase:
         self.cleanup_delay = float(to_seconds(flow_state_cleanup_delay,
                                               "flow_state_cleanup_delay", allow_none=False) or 0.0)
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+            raise errors.InvalidArgument(f"concurrency must be an integer >= 1, got {concurrency!r}")
         self.concurrency = concurrency
         self.provider_id = provider_id or f"{socket.gethostname()}-{os.getpid()}"
         self.step_registry = step_registry or StepRegistry()
@@ -81,7 +81,7 @@ class ProviderBase:
     def register(self, workflow: Workflow) -> None:
         """Run this workflow's steps (and its completion) in this process."""
         if not isinstance(workflow, Workflow):
-            raise TypeError(f"register() takes a Workflow, not {type(workflow).__name__}")
+            raise errors.InvalidArgumentType(f"register() takes a Workflow, not {type(workflow).__name__}")
         with self._lock:
             self._refuse_if_stopped()
             for step in workflow.steps.values():
@@ -162,7 +162,7 @@ class ProviderBase:
                 found = self._definitions.get(name)
                 known = found is not None
             else:
-                raise TypeError(f"execute() takes a Workflow or its name, not "
+                raise errors.InvalidArgumentType(f"execute() takes a Workflow or its name, not "
                                 f"{type(workflow).__name__}")
         if not known or found is None:
             raise WorkflowNotRegisteredError(
