@@ -20,7 +20,7 @@ STATES = LIST_STATES | SET_STATES | {"waiting"}
 
 
 def _state_key(state: str, arg: str = "state") -> str:
-    state = check.one_of(state, STATES, arg)
+    state = check.one_of(state, STATES, arg, "job state")
     return "wait" if state == "waiting" else state
 
 

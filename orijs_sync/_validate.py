@@ -144,13 +144,15 @@ def known_keys(value: Mapping[str, Any], valid: Collection[str], arg: str) -> No
             f"{', '.join(sorted(valid))})", f"{arg}.{key}", key, sorted(valid))
 
 
-def one_of(value: Any, choices: Collection[str], arg: str) -> str:
+def one_of(value: Any, choices: Collection[str], arg: str, what: str = "value") -> str:
     if not isinstance(value, str):
         bad_type(arg, value, f"one of {', '.join(sorted(choices))}")
     if value not in choices:
         close = difflib.get_close_matches(value, list(choices), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        bad_value(arg, value, f"must be one of {', '.join(sorted(choices))}{hint}")
+        raise errors.InvalidArgument(
+            f"{arg}: unknown {what} {_show(value)}; one of {', '.join(sorted(choices))}{hint}",
+            arg, value)
     return value
 
 
@@ -167,4 +169,4 @@ def states(value: Any, arg: str, valid: Collection[str]) -> "list[str]":
         value = [value]
     if isinstance(value, Mapping) or not isinstance(value, (list, tuple, set, frozenset)):
         bad_type(arg, value, "a state name or a list of state names")
-    return [one_of(s, valid, arg) for s in value]
+    return [one_of(s, valid, arg, "job state") for s in value]

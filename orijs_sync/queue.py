@@ -151,7 +151,7 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin):
 
     def get_job_counts(self, *types: str) -> Dict[str, int]:
         """Counts per state; all of BullMQ's states when no type is named."""
-        wanted = tuple(check.one_of(t, COUNT_TYPES, "types") for t in types) or COUNT_TYPES
+        wanted = tuple(check.one_of(t, COUNT_TYPES, "types", "job state") for t in types) or COUNT_TYPES
         pipe = self.client.pipeline(transaction=False)
         for kind in wanted:
             key = self.keys.key("wait" if kind == "waiting" else kind)

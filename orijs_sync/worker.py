@@ -214,7 +214,7 @@ class Worker:
     def on(self, event: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Local listener: active(job), completed(job, result), failed(job, exc),
         error(exc), stalled(job_id), drained(), closed()."""
-        check.one_of(event, LISTENER_EVENTS, "event")
+        check.one_of(event, LISTENER_EVENTS, "event", "worker event")
         check.function(fn, "fn")
         self._listeners[event].append(fn)
         return fn

@@ -17,6 +17,7 @@ from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
 
+from .. import _validate as check
 from .. import errors
 from .._timer import Timer, TimerHandle
 from .._util import Seconds, dumps, to_seconds
@@ -29,6 +30,8 @@ from .queue_manager import (
     QueueMetrics,
     RetryOptions,
     call_metric,
+    check_default_job_options,
+    check_worker_options,
     merge_job_options,
 )
 from .scheduled import ScheduleInfo, validate_schedule
@@ -85,13 +88,13 @@ class InProcessEventProvider:
                  logger: Optional[logging.Logger] = None) -> None:
         self.default_timeout: float = to_seconds(default_timeout, "default_timeout",
                                                 allow_none=False) or 0.0
-        self.default_job_options = dict(default_job_options or {})
-        self.concurrency = int(dict(default_worker_options or {}).get(
+        self._retry = RetryOptions()
+        self.default_job_options = check_default_job_options(self._retry, default_job_options)
+        self.concurrency = int(check_worker_options(default_worker_options).get(
             "concurrency", DEFAULT_CONCURRENCY))
         self.metrics = metrics
-        self.max_finished_jobs = max_finished_jobs
+        self.max_finished_jobs = check.integer(max_finished_jobs, "max_finished_jobs", minimum=0)
         self._log = logger or log
-        self._retry = RetryOptions()
         self._timer = Timer("orijs-inprocess-timer")
         self._lock = threading.Lock()   # guards every map below and _state
         self._handlers: Dict[str, Tuple[EventHandler, ThreadPoolExecutor]] = {}
@@ -169,6 +172,7 @@ class InProcessEventProvider:
              timeout: Optional[Seconds] = None, idempotency_key: Optional[str] = None,
              causation_id: Optional[str] = None,
              expects_result: bool = True) -> EventSubscription:
+        check.boolean(expects_result, "expects_result")
         meta, causation_id = context.resolve(meta, causation_id)
         message = EventMessage.create(event_name, payload, meta, causation_id=causation_id,
                                       idempotency_key=idempotency_key)
@@ -292,6 +296,8 @@ class InProcessEventProvider:
     # -- cancel ------------------------------------------------------------
     def cancel(self, event_name: str, key: str) -> bool:
         """Remove a delayed or waiting event; False if unknown or already taken."""
+        validate_event_name(event_name)
+        check.job_id(key, "key")
         with self._lock:
             self._check_started()
             jobs = self._jobs.get(event_name, {})
@@ -365,6 +371,8 @@ class InProcessEventProvider:
         call_metric(self.metrics, "on_job_added", info.event_name, job_id)
 
     def unschedule_event(self, event_name: str, schedule_id: str) -> bool:
+        validate_event_name(event_name)
+        check.string(schedule_id, "schedule_id")
         with self._lock:
             self._check_started()
             entry = self._schedules.pop((event_name, schedule_id), None)

@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional
 
+from .. import _validate as check
 from .. import errors
 from .._util import dumps
 from ..options import validate_job_id
@@ -28,12 +29,8 @@ __all__ = ["EVENT_MESSAGE_VERSION", "EVENT_JOB_NAME", "EventMessage", "validate_
 
 
 def validate_event_name(event_name: Any) -> str:
-    if not isinstance(event_name, str) or not event_name.strip():
-        raise errors.InvalidArgument(f"event_name must be a non-empty string, got {event_name!r}")
-    if ":" in event_name:
-        raise errors.InvalidArgument(f"event_name {event_name!r} must not contain ':' "
-                         "(it becomes part of a Redis key)")
-    return event_name
+    """A non-empty string without ``:`` (it becomes part of a queue name)."""
+    return check.name(event_name, "event_name")
 
 
 def validate_idempotency_key(key: Any) -> Optional[str]:

@@ -8,7 +8,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Set, Union
 
+from .. import _validate as check
 from .. import errors
+from .. import options as job_options
 from .._timer import Timer
 from .._util import Seconds, dumps, to_seconds
 from ..options import validate_job_id
@@ -61,12 +63,17 @@ class ProviderBase:
         self.step_timeout = float(to_seconds(step_timeout, "step_timeout") or 0.0)
         self.cleanup_delay = float(to_seconds(flow_state_cleanup_delay,
                                               "flow_state_cleanup_delay", allow_none=False) or 0.0)
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise errors.InvalidArgument(f"concurrency must be an integer >= 1, got {concurrency!r}")
-        self.concurrency = concurrency
-        self.provider_id = provider_id or f"{socket.gethostname()}-{os.getpid()}"
+        self.concurrency = check.integer(concurrency, "concurrency", minimum=1, maximum=10_000)
+        check.integer(parallel_workers, "parallel_workers", minimum=1, maximum=10_000)
+        check.integer(max_flow_states, "max_flow_states", minimum=1)
+        self.provider_id = check.string(provider_id, "provider_id", allow_none=True) \
+            or f"{socket.gethostname()}-{os.getpid()}"
+        if step_registry is not None and not isinstance(step_registry, StepRegistry):
+            check.bad_type("step_registry", step_registry, "a StepRegistry")
         self.step_registry = step_registry or StepRegistry()
-        self.default_step_options = dict(default_step_options or {})
+        self.default_step_options = check.mapping(default_step_options, "default_step_options")
+        check.known_keys(self.default_step_options, job_options.KNOWN, "default_step_options")
+        job_options.encode(self.default_step_options, arg="default_step_options")
         self._timer = Timer(f"orijs-workflow-timer-{name}")
         self._tracker = FlowTracker(self._timer, max_flow_states=max_flow_states,
                                     cleanup_delay=self.cleanup_delay)
@@ -138,10 +145,10 @@ class ProviderBase:
                  idempotency_key: Optional[str]) -> ExecuteCall:
         definition = self._definition(workflow)
         if idempotency_key is not None:
-            validate_job_id(idempotency_key)
+            validate_job_id(idempotency_key, "idempotency_key")
         text = dumps(data, f"data of workflow {definition.name!r}")
-        resolved_meta = dict(meta) if meta is not None else current_meta()
-        dumps(resolved_meta, "workflow meta")
+        resolved_meta = check.mapping(meta, "meta") if meta is not None else current_meta()
+        dumps(resolved_meta, "meta")
         base = self.default_timeout if timeout is None \
             else float(to_seconds(timeout, "timeout") or 0.0)
         effective = base + self.stall_interval if base > 0 else 0.0

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from .. import errors
-from .. import options as job_options
+from .. import _validate as check
 from .._util import Seconds
 from ..connection import ConnectionLike, as_connection
 from ..flow_producer import FlowProducer
@@ -73,9 +73,8 @@ class BullMQWorkflowProvider(ProviderBase):
                          concurrency=concurrency, parallel_workers=parallel_workers,
                          step_registry=step_registry,
                          default_step_options=default_step_options)
-        job_options.encode(self.default_step_options)     # bad options fail here, not later
         self.queue_prefix = queue_prefix
-        self.prefix = prefix
+        self.prefix = check.string(prefix, "prefix")
         self._connection = as_connection(connection)
         self._owns_connection = self._connection is not connection
         self._producer = FlowProducer(self._connection, prefix=prefix)

@@ -182,8 +182,8 @@ def _check_retry(attempts: Optional[int], backoff: Any, what: str) -> None:
     """The job options' own checks (a step job carries them), with the step named."""
     try:
         job_options.encode({"attempts": attempts, "backoff": backoff})
-    except ValueError as exc:
-        raise errors.InvalidArgument(f"{what}: {exc}") from None
+    except errors.ValidationError as exc:
+        raise type(exc)(f"{what}: {exc}", exc.argument, exc.value) from None
 
 
 def backoff_seconds(backoff: Any, attempt: int) -> float:
