@@ -111,7 +111,7 @@ class QueueControlMixin:
                  end: int = -1, asc: bool = False) -> List["Job"]:
         """Jobs in the given states (all when None), newest first unless ``asc``;
         ``start``/``end`` index each state's range, as BullMQ's getJobs does."""
-        wanted = check.states(states, "states", STATES) if states is not None else [
+        wanted = (check.states(states, "states", STATES) if states is not None else []) or [
             "wait", "active", "delayed", "prioritized", "completed", "failed", "paused",
             "waiting-children"]
         _range(start, end)

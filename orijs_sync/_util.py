@@ -26,13 +26,17 @@ def to_ms(value: Optional[Seconds], name: str, *, allow_none: bool = True) -> Op
     return None if seconds is None else int(round(seconds * 1000))
 
 
-def dumps(value: Any, what: str = "value") -> str:
-    """Compact JSON as BullMQ writes it; a value JSON can't hold raises ``TypeError``."""
+def dumps(value: Any, what: str = "value", *, argument: bool = True) -> str:
+    """Compact JSON as BullMQ writes it. A value JSON can't hold raises
+    ``errors.InvalidArgumentType`` naming ``what`` (a plain ``TypeError`` when the value
+    is not an argument but a result, e.g. what a step returned)."""
     try:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
-        raise errors.InvalidArgumentType(f"{what} cannot be stored as JSON: {exc}",
-                                         what, value) from exc
+        message = f"{what} cannot be stored as JSON: {exc}"
+        if not argument:
+            raise TypeError(message) from exc
+        raise errors.InvalidArgumentType(message, what, value) from exc
 
 
 def loads(text: Optional[str], default: Any = None) -> Any:
