@@ -103,6 +103,8 @@ class Job(JobActionsMixin, FlowJobMixin):
         missing = [f for f in REQUIRED_FIELDS if f not in fields]
         if missing:
             problems.append(f"the job hash has no {', '.join(missing)} field")
+        if _int(fields.get("timestamp"), None) is None and fields.get("timestamp"):
+            problems.append(f"timestamp is not a number: {fields['timestamp']!r:.40}")
         data = _json_field(fields, "data", {}, problems)
         opts = _json_field(fields, "opts", {}, problems)
         opts_problem = options.stored_problem(opts)
