@@ -62,7 +62,7 @@ class Timer:
 
     def call_later(self, delay: float, fn: Callable[[], Any]) -> TimerHandle:
         """Run ``fn()`` on the timer thread after ``delay`` seconds."""
-        delay = min(max(0.0, float(check.number(delay, "delay"))), MAX_WAIT)  # type: ignore[arg-type]
+        delay = min(max(0.0, float(check.number(delay, "delay"))), MAX_WAIT)
         handle = TimerHandle(time.monotonic() + delay, next(self._seq), fn)
         with self._cond:
             if self._stopped:

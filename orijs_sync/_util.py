@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from datetime import timedelta
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from . import _validate, errors
 
@@ -46,3 +47,13 @@ def loads(text: Optional[str], default: Any = None) -> Any:
         return json.loads(text)
     except ValueError:
         return text
+
+
+def run_logged(logger: logging.Logger, fn: Callable[..., Any], *args: Any) -> Any:
+    """Run ``fn(*args)`` on a pool thread, logging what it raises (a pool would keep the
+    exception in a future nobody reads): one bad item never goes unnoticed."""
+    try:
+        return fn(*args)
+    except Exception:  # noqa: BLE001 - logged; the pool thread goes on with the next item
+        logger.exception("%r failed on a background thread", fn)
+        return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 from datetime import timedelta
-from typing import Any, Collection, Dict, Mapping, NoReturn, Optional
+from typing import Any, Collection, Dict, Literal, Mapping, NoReturn, Optional, overload
 
 from . import errors
 
@@ -47,15 +47,16 @@ def name(value: Any, arg: str) -> str:
     return value
 
 
-def string(value: Any, arg: str, *, allow_none: bool = False,
-           non_empty: bool = True) -> Optional[str]:
-    if value is None and allow_none:
-        return None
+def string(value: Any, arg: str, *, non_empty: bool = True) -> str:
     if not isinstance(value, str):
         bad_type(arg, value, "a string")
     if non_empty and not value:
         bad_value(arg, value, "must not be empty")
     return value
+
+
+def optional_string(value: Any, arg: str) -> Optional[str]:
+    return None if value is None else string(value, arg)
 
 
 def boolean(value: Any, arg: str) -> bool:
@@ -73,10 +74,8 @@ def function(value: Any, arg: str, *, allow_none: bool = False) -> Any:
 
 
 def integer(value: Any, arg: str, *, minimum: Optional[int] = None,
-            maximum: Optional[int] = MAX_INT, allow_none: bool = False) -> Optional[int]:
+            maximum: Optional[int] = MAX_INT) -> int:
     """An ``int`` (never a bool) within ``minimum``..``maximum``."""
-    if value is None and allow_none:
-        return None
     if isinstance(value, bool) or not isinstance(value, int):
         bad_type(arg, value, "an integer")
     if minimum is not None and value < minimum:
@@ -87,10 +86,8 @@ def integer(value: Any, arg: str, *, minimum: Optional[int] = None,
 
 
 def number(value: Any, arg: str, *, minimum: Optional[float] = None,
-           maximum: Optional[float] = None, allow_none: bool = False) -> Optional[float]:
+           maximum: Optional[float] = None) -> float:
     """A finite int or float (never a bool, inf or nan) within the bounds."""
-    if value is None and allow_none:
-        return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         bad_type(arg, value, "a number")
     try:
@@ -106,6 +103,16 @@ def number(value: Any, arg: str, *, minimum: Optional[float] = None,
     return value
 
 
+@overload
+def seconds(value: Any, arg: str, *, allow_none: Literal[False],
+            maximum: float = MAX_SECONDS) -> float: ...
+
+
+@overload
+def seconds(value: Any, arg: str, *, allow_none: bool = True,
+            maximum: float = MAX_SECONDS) -> Optional[float]: ...
+
+
 def seconds(value: Any, arg: str, *, allow_none: bool = True,
             maximum: float = MAX_SECONDS) -> Optional[float]:
     """A duration in seconds (number or ``timedelta``): finite, >= 0, at most ten years."""
@@ -117,7 +124,7 @@ def seconds(value: Any, arg: str, *, allow_none: bool = True,
         value = value.total_seconds()
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         bad_type(arg, value, "a number of seconds or a timedelta")
-    return float(number(value, arg, minimum=0, maximum=maximum))  # type: ignore[arg-type]
+    return float(number(value, arg, minimum=0, maximum=maximum))
 
 
 def mapping(value: Any, arg: str, *, allow_none: bool = True) -> Dict[str, Any]:
@@ -160,7 +167,7 @@ def job_id(value: Any, arg: str = "job_id") -> str:
     """An id naming a stored job: a non-empty string (or an int, as BullMQ's own ids)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    return string(value, arg)  # type: ignore[return-value]
+    return string(value, arg)
 
 
 def states(value: Any, arg: str, valid: Collection[str]) -> "list[str]":

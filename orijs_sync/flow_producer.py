@@ -126,7 +126,7 @@ class FlowProducer(ConnectionOwner):
         check.known_keys(node, NODE_KEYS, where)
         name = check.string(node.get("name"), f"{where}.name")
         queue_name = check.name(node.get("queue_name"), f"{where}.queue_name")
-        prefix = check.string(node.get("prefix"), f"{where}.prefix", allow_none=True) \
+        prefix = check.optional_string(node.get("prefix"), f"{where}.prefix") \
             or self.prefix
         queue = self.queue(queue_name, prefix)
         raw_opts = check.mapping(node.get("opts"), f"{where}.opts")
@@ -172,7 +172,7 @@ class FlowProducer(ConnectionOwner):
         check.integer(depth, "depth", minimum=1)
         check.integer(max_children, "max_children", minimum=1)
         check.name(queue_name, "queue_name")
-        prefix = check.string(prefix, "prefix", allow_none=True)
+        prefix = check.optional_string(prefix, "prefix")
         return self._get_node(prefix or self.prefix, queue_name, check.job_id(job_id), depth,
                               max_children)
 

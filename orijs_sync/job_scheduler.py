@@ -151,7 +151,7 @@ def _date_ms(value: Optional[DateLike], name: str) -> Optional[int]:
             check.bad_value(name, value, f"is not a usable date ({exc})")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         check.bad_type(name, value, "a datetime or ms since the epoch")
-    return int(check.number(value, name, minimum=0, maximum=check.MAX_INT))  # type: ignore[arg-type]
+    return int(check.number(value, name, minimum=0, maximum=check.MAX_INT))
 
 
 def _every_ms(every: Seconds) -> int:

@@ -106,11 +106,11 @@ def _backoff(value: Any, name: str = "backoff") -> Any:
 
 
 def _priority(value: Any) -> int:
-    return check.integer(value, "priority", minimum=0, maximum=MAX_PRIORITY)  # type: ignore[return-value]
+    return check.integer(value, "priority", minimum=0, maximum=MAX_PRIORITY)
 
 
 def _attempts(value: Any) -> int:
-    return check.integer(value, "attempts", minimum=1)  # type: ignore[return-value]
+    return check.integer(value, "attempts", minimum=1)
 
 
 def _deduplication(value: Any, name: str = "deduplication") -> Dict[str, Any]:
@@ -151,7 +151,7 @@ def _encode_one(name: str, value: Any, opts: Dict[str, Any]) -> None:
         if kept is not False:
             opts[_CAMEL[name]] = kept
     elif name == "timestamp":
-        opts["timestamp"] = int(check.number(value, "timestamp", minimum=0,  # type: ignore[arg-type]
+        opts["timestamp"] = int(check.number(value, "timestamp", minimum=0,
                                              maximum=check.MAX_INT))
     elif name == "keep_logs":
         opts["kl"] = check.integer(value, "keep_logs", minimum=0)

@@ -96,7 +96,7 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin):
         return f"<Queue {self.keys.queue_key}>"
 
     # -- adding ------------------------------------------------------------
-    def _add_call(self, name: str, data: Any, opts: Mapping[str, Any],
+    def _add_call(self, name: str, data: Any, opts: Any,
                   arg: str = "job options") -> AddCall:
         check.string(name, "name", non_empty=False)
         opts = check.mapping(opts, arg)

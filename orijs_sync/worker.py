@@ -157,7 +157,7 @@ class Worker:
         self.max_stalled_count = check.integer(max_stalled_count, "max_stalled_count", minimum=0)
         self.lock_duration_ms = self._positive_ms(lock_duration, "lock_duration")
         self.stalled_interval = self._positive_ms(stalled_interval, "stalled_interval") / 1000.0
-        self.drain_delay = float(check.seconds(drain_delay, "drain_delay", allow_none=False,  # type: ignore[arg-type]
+        self.drain_delay = float(check.seconds(drain_delay, "drain_delay", allow_none=False,
                                                maximum=MAX_BLOCK))
         self.limiter = self._limiter(limiter)
         self.remove_on_complete = job_options.encode(
@@ -167,7 +167,7 @@ class Worker:
         self.backoff_strategies = check.mapping(backoff_strategies, "backoff_strategies")
         for kind, fn in self.backoff_strategies.items():
             check.function(fn, f"backoff_strategies[{kind!r}]")
-        self.worker_name = check.string(worker_name, "worker_name", allow_none=True)
+        self.worker_name = check.optional_string(worker_name, "worker_name")
         self.skip_stalled_check = check.boolean(skip_stalled_check, "skip_stalled_check")
         check.boolean(autorun, "autorun")
         self.id = uuid.uuid4().hex
@@ -193,7 +193,7 @@ class Worker:
 
     @staticmethod
     def _positive_ms(value: Seconds, arg: str) -> int:
-        ms = int(float(check.seconds(value, arg, allow_none=False)) * 1000)  # type: ignore[arg-type]
+        ms = int(check.seconds(value, arg, allow_none=False) * 1000)
         if ms < 1:
             check.bad_value(arg, value, "must be at least 1 ms")
         return ms
@@ -207,7 +207,7 @@ class Worker:
         if "max" not in limiter or "duration" not in limiter:
             check.bad_value("limiter", limiter, "must be {'max': n, 'duration': seconds}")
         maximum = check.integer(limiter["max"], "limiter.max", minimum=1)
-        return {"max": maximum,  # type: ignore[dict-item]
+        return {"max": maximum,
                 "duration": Worker._positive_ms(limiter["duration"], "limiter.duration")}
 
     # -- listeners ---------------------------------------------------------
@@ -500,7 +500,7 @@ class Worker:
         if self.limiter is None:
             raise errors.InvalidStateError("rate_limit() needs a worker created with "
                                            "limiter={'max': n, 'duration': seconds}")
-        ms = int(float(check.seconds(seconds, "seconds", allow_none=False)) * 1000)  # type: ignore[arg-type]
+        ms = int(check.seconds(seconds, "seconds", allow_none=False) * 1000)
         if ms > 0:
             self.client.set(self.keys.limiter, 9007199254740991, px=ms)
 

@@ -20,7 +20,7 @@ from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
 from .. import _validate as check
 from .. import errors
 from .._timer import Timer, TimerHandle
-from .._util import Seconds, dumps, to_seconds
+from .._util import Seconds, dumps, run_logged, to_seconds
 from . import context
 from .completion_tracker import DEFAULT_TIMEOUT
 from .message import EventMessage, validate_event_name
@@ -164,7 +164,7 @@ class InProcessEventProvider:
                                           thread_name_prefix=f"orijs-inprocess-{event_name}")
             self._handlers[event_name] = (handler, executor)
             for job in self._waiting.pop(event_name, ()):
-                executor.submit(self._run, job)
+                executor.submit(run_logged, log, self._run, job)
 
     # -- emit --------------------------------------------------------------
     def emit(self, event_name: str, payload: Any = None,
@@ -220,7 +220,7 @@ class InProcessEventProvider:
         job.timer = None
         entry = self._handlers.get(job.event_name)
         if entry is not None and self._state == "started":
-            entry[1].submit(self._run, job)
+            entry[1].submit(run_logged, log, self._run, job)
         else:
             self._waiting.setdefault(job.event_name, deque()).append(job)
 

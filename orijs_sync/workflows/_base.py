@@ -66,7 +66,7 @@ class ProviderBase:
         self.concurrency = check.integer(concurrency, "concurrency", minimum=1, maximum=10_000)
         check.integer(parallel_workers, "parallel_workers", minimum=1, maximum=10_000)
         check.integer(max_flow_states, "max_flow_states", minimum=1)
-        self.provider_id = check.string(provider_id, "provider_id", allow_none=True) \
+        self.provider_id = check.optional_string(provider_id, "provider_id") \
             or f"{socket.gethostname()}-{os.getpid()}"
         if step_registry is not None and not isinstance(step_registry, StepRegistry):
             check.bad_type("step_registry", step_registry, "a StepRegistry")

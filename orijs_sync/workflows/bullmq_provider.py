@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from .. import errors
 from .. import _validate as check
-from .._util import Seconds
+from .._util import Seconds, run_logged
 from ..connection import ConnectionLike, as_connection
 from ..flow_producer import FlowProducer
 from ..queue_events import QueueEvent, QueueEvents
@@ -267,7 +267,7 @@ class BullMQWorkflowProvider(ProviderBase):
         """Run on the aux pool; False once it is shut down (stop() then fails every
         handle still pending with ShutdownError)."""
         try:
-            self._aux.submit(fn, *args)
+            self._aux.submit(run_logged, log, fn, *args)
             return True
         except RuntimeError:
             return False
