@@ -1,8 +1,12 @@
 """Settling a ``concurrent.futures.Future`` from whichever thread comes first."""
 from __future__ import annotations
 
+import math
 from concurrent.futures import Future
 from typing import Any, Optional
+
+from . import _validate as check
+from . import errors
 
 
 def settle(fut: "Future[Any]", result: Any = None, exc: Optional[BaseException] = None) -> bool:
@@ -18,3 +22,34 @@ def settle(fut: "Future[Any]", result: Any = None, exc: Optional[BaseException] 
         return True
     except Exception:  # noqa: BLE001 - InvalidStateError: another thread settled it meanwhile
         return False
+
+
+def wait_timeout(timeout: Any, arg: str = "timeout") -> Optional[float]:
+    """A timeout for a blocking wait: ``None`` or ``inf`` wait forever, a longer wait than
+    the OS timer holds is capped; nan, negative or non-numbers are refused."""
+    if isinstance(timeout, float) and timeout == math.inf:
+        return None
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) \
+            and math.isfinite(timeout) and timeout > check.MAX_SECONDS:
+        return check.MAX_SECONDS
+    return check.seconds(timeout, arg)
+
+
+class CheckedFuture(Future):  # type: ignore[type-arg]
+    """A Future whose waits check their timeout and time out with ``errors.TimeoutError``."""
+
+    def result(self, timeout: Optional[float] = None) -> Any:
+        try:
+            return super().result(wait_timeout(timeout))
+        except TimeoutError as exc:
+            if isinstance(exc, errors.OrijsError) or self.done():
+                raise
+            raise errors.TimeoutError(f"no result within {timeout}s") from None
+
+    def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
+        try:
+            return super().exception(wait_timeout(timeout))
+        except TimeoutError as exc:
+            if isinstance(exc, errors.OrijsError) or self.done():
+                raise
+            raise errors.TimeoutError(f"not finished within {timeout}s") from None

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import errors
-from .._futures import settle
+from .._futures import CheckedFuture, settle
 from .._timer import Timer, TimerHandle
 
 __all__ = ["FlowHandle", "FlowTracker", "LocalFlowState", "Pending", "FLOW_STATUSES"]
@@ -30,7 +29,7 @@ FLOW_STATUSES = ("pending", "running", "completed", "failed", "unknown")
 FlowKey = Tuple[str, str]
 
 
-class FlowHandle(Future):  # type: ignore[type-arg]
+class FlowHandle(CheckedFuture):
     """A :class:`concurrent.futures.Future` of a workflow's result, with ``id`` (the flow
     id) and ``status()``. A running workflow cannot be cancelled: ``cancel()`` is False."""
 

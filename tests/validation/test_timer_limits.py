@@ -54,3 +54,19 @@ def test_emit_refuses_a_timeout_the_timer_cannot_hold(timeout: float) -> None:
             provider.emit("x.y", {}, timeout=timeout)
         provider.subscribe("x.y", lambda msg: msg.payload)
         assert provider.emit("x.y", {"ok": 1}, timeout=5).result(timeout=5) == {"ok": 1}
+
+
+@pytest.mark.parametrize("timeout", [1e12, math.inf])
+def test_waiting_on_a_result_with_a_huge_timeout_works(timeout: float) -> None:
+    with InProcessEventProvider() as provider:
+        provider.subscribe("x.y", lambda msg: msg.payload)
+        assert provider.emit("x.y", {"ok": 1}).result(timeout=timeout) == {"ok": 1}
+
+
+def test_a_result_that_does_not_come_times_out_with_the_librarys_error() -> None:
+    with InProcessEventProvider() as provider:
+        sub = provider.emit("x.nobody", {}, timeout=0)
+        with pytest.raises(errors.TimeoutError):
+            sub.result(timeout=0.05)
+        with pytest.raises(errors.InvalidArgument, match="timeout"):
+            sub.result(timeout=math.nan)
