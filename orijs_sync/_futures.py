@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import Future
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from . import _validate as check
 from . import errors
@@ -35,20 +35,18 @@ def wait_timeout(timeout: Any, arg: str = "timeout") -> Optional[float]:
     return check.seconds(timeout, arg)
 
 
-class CheckedFuture(Future):  # type: ignore[type-arg]
+class CheckedFuture(Future):
     """A Future whose waits check their timeout and time out with ``errors.TimeoutError``."""
 
     def result(self, timeout: Optional[float] = None) -> Any:
-        try:
-            return super().result(wait_timeout(timeout))
-        except TimeoutError as exc:
-            if isinstance(exc, errors.OrijsError) or self.done():
-                raise
-            raise errors.TimeoutError(f"no result within {timeout}s") from None
+        return self._wait(super().result, timeout)
 
     def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
+        return self._wait(super().exception, timeout)
+
+    def _wait(self, wait: Callable[[Optional[float]], Any], timeout: Any) -> Any:
         try:
-            return super().exception(wait_timeout(timeout))
+            return wait(wait_timeout(timeout))
         except TimeoutError as exc:
             if isinstance(exc, errors.OrijsError) or self.done():
                 raise

@@ -78,6 +78,10 @@ def integer(value: Any, arg: str, *, minimum: Optional[int] = None,
     """An ``int`` (never a bool) within ``minimum``..``maximum``."""
     if isinstance(value, bool) or not isinstance(value, int):
         bad_type(arg, value, "an integer")
+    return _within(value, arg, minimum, maximum)
+
+
+def _within(value: Any, arg: str, minimum: Optional[float], maximum: Optional[float]) -> Any:
     if minimum is not None and value < minimum:
         bad_value(arg, value, f"must be >= {minimum}")
     if maximum is not None and value > maximum:
@@ -96,11 +100,7 @@ def number(value: Any, arg: str, *, minimum: Optional[float] = None,
         finite = False
     if not finite:
         bad_value(arg, value, "must be a finite number")
-    if minimum is not None and value < minimum:
-        bad_value(arg, value, f"must be >= {minimum}")
-    if maximum is not None and value > maximum:
-        bad_value(arg, value, f"must be <= {maximum}")
-    return value
+    return _within(value, arg, minimum, maximum)
 
 
 @overload

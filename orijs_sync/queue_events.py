@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import _validate as check
 from . import errors
-from ._futures import settle
+from ._futures import settle, wait_timeout
 from ._roles import Role
 from ._util import loads
 from .connection import ConnectionLike, as_connection
@@ -221,7 +221,7 @@ class QueueEvents:
     def wait_for_job(self, queue: Any, job_id: str, timeout: Optional[float] = None) -> Any:
         """The job's return value once it completes; raises ``JobFailed`` if it fails,
         ``errors.TimeoutError`` after ``timeout`` seconds."""
-        timeout = check.seconds(timeout, "timeout")
+        timeout = wait_timeout(timeout)
         fut = self.job_future(queue, job_id)
         try:
             return fut.result(timeout=timeout)

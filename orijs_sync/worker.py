@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 from . import _validate as check
 from . import errors
 from . import options as job_options
+from ._futures import wait_timeout
 from ._processing import BackoffStrategy, JobRunner, Outcome
 from ._roles import Periodic, Role
 from ._util import Seconds, dumps, now_ms
@@ -268,7 +269,7 @@ class Worker:
         """Stop fetching, let active jobs finish (up to ``timeout`` seconds), join every
         thread. Idempotent. Returns False if active jobs were still running at the timeout
         (their locks are no longer renewed: another worker takes them over when they stall)."""
-        timeout = check.seconds(timeout, "timeout")
+        timeout = wait_timeout(timeout)
         with self._cv:
             if self._state in ("closing", "closed"):
                 state = self._state
@@ -337,7 +338,7 @@ class Worker:
     def pause(self, wait: bool = True, timeout: Optional[float] = None) -> None:
         """Stop taking new jobs in this worker; with ``wait``, until active jobs finish."""
         check.boolean(wait, "wait")
-        timeout = check.seconds(timeout, "timeout")
+        timeout = wait_timeout(timeout)
         with self._cv:
             self._paused = True
         if wait:
