@@ -179,6 +179,9 @@ class ProviderBase:
 
     # -- status --------------------------------------------------------------
     def _local_status(self, flow_id: str, workflow_name: Optional[str]) -> Optional[str]:
+        check.string(flow_id, "flow_id")
+        if workflow_name is not None:
+            validate_workflow_name(workflow_name)
         for name in [workflow_name] if workflow_name else self._known_names():
             state = self._tracker.get_state((name, flow_id))
             if state is not None:

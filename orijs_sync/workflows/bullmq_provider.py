@@ -280,6 +280,7 @@ class BullMQWorkflowProvider(ProviderBase):
     def lookup_flow(self, flow_id: str) -> Optional[str]:
         """The workflow name of a flow: the registry key, else a search of the known
         workflow queues (None if not found)."""
+        check.string(flow_id, "flow_id")
         return self.flow_registry.lookup(flow_id, self._known_names(),
                                          lambda n, f: self._job_state(n, f) != "unknown")
 

@@ -22,7 +22,7 @@ from orijs_sync._validate import MAX_PRIORITY, MAX_SECONDS
 from orijs_sync.events import BullMQEventProvider, InProcessEventProvider
 from orijs_sync.workflows import BullMQWorkflowProvider, InProcessWorkflowProvider, Workflow
 
-EXAMPLES = 46
+EXAMPLES = 40
 
 # A digest of every key and its value, computed in Redis (one round trip).
 SNAPSHOT = """
@@ -362,6 +362,57 @@ CASES: Dict[str, Case] = {
                   st.tuples(st.just("data"), not_json)),
         lambda w, v: w.workflows.execute(w.workflow, **({"data": {}} | {v[0]: v[1]})),
         lambda v: v[0]),
+    "Queue.misc": Case(
+        st.one_of(st.tuples(st.just("job_id"), st.one_of(st.none(), st.just(""), st.floats(),
+                                                         st.lists(st.none()))),
+                  st.tuples(st.just("states"), st.one_of(st.text(min_size=1, max_size=4),
+                                                         st.lists(st.integers(), min_size=1))),
+                  st.tuples(st.just("start"), st.one_of(st.floats(), st.text(max_size=2))),
+                  st.tuples(st.just("delayed"), bad_bools())),
+        lambda w, v: {"job_id": lambda: w.queue.remove(v[1]),
+                      "states": lambda: w.queue.remove("x", states=v[1]),
+                      "start": lambda: w.queue.get_job_logs("x", start=v[1]),
+                      "delayed": lambda: w.queue.drain(delayed=v[1])}[v[0]](),
+        lambda v: v[0]),
+    "listeners": Case(
+        st.one_of(st.tuples(st.just("event"), st.text(max_size=6).filter(
+                      lambda e: e not in ("active", "completed", "failed", "error", "stalled",
+                                          "drained", "closed"))),
+                  st.tuples(st.just("fn"), not_callable)),
+        lambda w, v: (worker(w).on(v[1], print) if v[0] == "event"
+                      else worker(w).on("completed", v[1])),
+        lambda v: v[0]),
+    "FlowProducer.get_flow": Case(
+        st.one_of(st.tuples(st.just("queue_name"), bad_names),
+                  st.tuples(st.just("depth"), bad_ints(1)),
+                  st.tuples(st.just("job_id"), st.one_of(st.none(), st.just(""),
+                                                         st.floats()))),
+        lambda w, v: w.flows.get_flow(**({"job_id": "1", "queue_name": "validation-f"}
+                                         | {v[0]: v[1]})),
+        lambda v: v[0]),
+    "cancel_unschedule": Case(
+        st.one_of(st.tuples(st.just("event_name"), bad_names),
+                  st.tuples(st.just("key"), st.one_of(st.none(), st.just(""), st.floats())),
+                  st.tuples(st.just("schedule_id"), st.one_of(st.none(), st.just(""),
+                                                              st.floats()))),
+        lambda w, v: (w.events.cancel(v[1], "k") if v[0] == "event_name"
+                      else w.events.cancel("validation.c", v[1]) if v[0] == "key"
+                      else w.events.unschedule_event("validation.c", v[1])),
+        lambda v: v[0]),
+    "InProcessEventProvider.init": Case(
+        st.one_of(st.tuples(st.just("default_timeout"), bad_seconds),
+                  st.tuples(st.just("max_finished_jobs"), bad_ints(0)),
+                  st.tuples(st.just("default_job_options"), st.one_of(
+                      bad_mappings, st.builds(lambda k: {k: 3}, typos(job_options.KNOWN))))),
+        lambda w, v: InProcessEventProvider(**{v[0]: v[1]}),
+        lambda v: option_arg(v, "default_job_options")),
+    "get_status": Case(
+        st.one_of(st.tuples(st.just("flow_id"), st.one_of(st.none(), st.just(""), st.floats(),
+                                                          st.lists(st.none()))),
+                  st.tuples(st.just("workflow_name"), st.one_of(st.just(""), st.just("a:b"),
+                                                                st.integers()))),
+        lambda w, v: w.workflows.get_status(**({"flow_id": "f"} | {v[0]: v[1]})),
+        lambda v: v[0] if v[0] == "flow_id" else "workflow name"),
     "execute.in_process": Case(
         st.one_of(st.tuples(st.just("meta"), bad_mappings),
                   st.tuples(st.just("timeout"), bad_seconds),
