@@ -28,7 +28,7 @@ def parent_link(parent: Any) -> Dict[str, str]:
             and isinstance(parent.get("queue"), str) and parent["id"] and parent["queue"]:
         return {"id": parent["id"], "queue": parent["queue"]}
     raise errors.InvalidArgument("parent must be a Job or {'id': job id, 'queue': "
-                     f"'{{prefix}}:{{queue name}}'}}, not {parent!r}")
+                                 f"'{{prefix}}:{{queue name}}'}}, not {parent!r}")
 
 
 def attach_to_parent(parent: Any, opts: Dict[str, Any]) -> Dict[str, Any]:
@@ -55,7 +55,8 @@ def child_key(child: Any) -> str:
     key = getattr(child, "key", None)
     if isinstance(key, str):
         return key
-    raise errors.InvalidArgumentType(f"expected a child job or its key, not {type(child).__name__}")
+    raise errors.InvalidArgumentType(
+        f"expected a child job or its key, not {type(child).__name__}")
 
 
 class FlowJobMixin:
@@ -117,8 +118,9 @@ class FlowJobMixin:
         wanted = types or DEPENDENCY_TYPES
         unknown = set(wanted) - set(DEPENDENCY_TYPES)
         if unknown:
-            raise errors.InvalidArgument(f"unknown dependency type(s) {', '.join(sorted(unknown))}; "
-                             f"one of {', '.join(DEPENDENCY_TYPES)}")
+            raise errors.InvalidArgument(
+                f"unknown dependency type(s) {', '.join(sorted(unknown))}; "
+                f"one of {', '.join(DEPENDENCY_TYPES)}")
         pipe = self.queue.client.pipeline(transaction=True)
         for kind in wanted:
             if kind == "processed":

@@ -94,8 +94,9 @@ class RedisConnection:
                 merged.update(kwargs)
                 return merged, pool.connection_class
             return kwargs, redis.Connection
-        raise errors.InvalidArgumentType(f"connection must be a URL, a dict of options or a redis.Redis, "
-                        f"not {type(connection).__name__}")
+        raise errors.InvalidArgumentType(
+            f"connection must be a URL, a dict of options or a redis.Redis, "
+            f"not {type(connection).__name__}")
 
     def _make_client(self, kwargs: Dict[str, Any]) -> Client:
         kwargs["decode_responses"] = True

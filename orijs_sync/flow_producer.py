@@ -134,7 +134,8 @@ class FlowProducer(ConnectionOwner):
         link = raw_opts.pop("parent", None)
         if link is not None:
             if parent is not None:
-                raise errors.InvalidArgument(f"{where} ({name!r}): only a flow's root may set opts['parent']")
+                raise errors.InvalidArgument(
+                    f"{where} ({name!r}): only a flow's root may set opts['parent']")
             parent = parent_link(link)
         opts = job_options.encode(raw_opts, arg=f"{where}.opts")
         job_id = opts.get("jobId") or str(uuid.uuid4())
@@ -150,8 +151,9 @@ class FlowProducer(ConnectionOwner):
         else:
             flags = [flag for flag in PARENT_FLAGS if opts.get(flag)]
             if len(flags) > 1:
-                raise errors.InvalidArgument(f"{where} ({name!r}): these options cannot be used together: "
-                                 + ", ".join(PARENT_FLAGS[f] for f in flags))
+                raise errors.InvalidArgument(
+                    f"{where} ({name!r}): these options cannot be used together: "
+                    + ", ".join(PARENT_FLAGS[f] for f in flags))
         children = node.get("children") or []
         if not isinstance(children, (list, tuple)):
             check.bad_type(f"{where}.children", children, "a list of nodes")

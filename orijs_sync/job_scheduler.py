@@ -96,8 +96,9 @@ def validate_pattern(pattern: Any) -> str:
         raise errors.InvalidArgument(f"pattern must be a cron string, not {pattern!r}")
     count = len(pattern.split())
     if count not in (5, 6):
-        raise errors.InvalidArgument(f"cron pattern {pattern!r} must have 5 fields (or 6, seconds first), "
-                         f"not {count}")
+        raise errors.InvalidArgument(
+            f"cron pattern {pattern!r} must have 5 fields (or 6, seconds first), "
+            f"not {count}")
     try:
         valid = croniter.is_valid(pattern, second_at_beginning=count == 6)
     except Exception:  # noqa: BLE001 - croniter may raise on odd text
@@ -158,7 +159,8 @@ def _every_ms(every: Seconds) -> int:
     try:
         seconds = to_seconds(every, "every", allow_none=False)
     except ValueError as exc:
-        raise errors.InvalidArgument(f"every must be a number of seconds > 0 or a timedelta: {exc}") from None
+        raise errors.InvalidArgument(
+            f"every must be a number of seconds > 0 or a timedelta: {exc}") from None
     ms = int(round(float(seconds) * 1000))  # type: ignore[arg-type]
     if ms <= 0:
         raise errors.InvalidArgument(f"every must be > 0 seconds (at least 1 ms), got {every!r}")
@@ -199,7 +201,8 @@ def upsert(queue: "Queue", scheduler_id: str, *, every: Optional[Seconds] = None
     from .job import Job
 
     if not isinstance(scheduler_id, str) or not scheduler_id:
-        raise errors.InvalidArgument(f"scheduler_id must be a non-empty string, not {scheduler_id!r}")
+        raise errors.InvalidArgument(
+            f"scheduler_id must be a non-empty string, not {scheduler_id!r}")
     if (every is None) == (pattern is None):
         raise errors.InvalidArgument("give exactly one of every (seconds) or pattern (cron)")
     fields: Dict[str, Any] = {}

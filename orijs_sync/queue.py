@@ -30,7 +30,8 @@ class AddCall:
                  parent: Optional[Dict[str, Any]] = None, wait_children: bool = False,
                  repeat_job_key: Optional[str] = None) -> None:
         if not isinstance(name, str):
-            raise errors.InvalidArgumentType(f"job name must be a string, not {type(name).__name__}")
+            raise errors.InvalidArgumentType(
+                f"job name must be a string, not {type(name).__name__}")
         self.keys = keys
         self.name = name
         self.data = data
@@ -151,7 +152,8 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin):
 
     def get_job_counts(self, *types: str) -> Dict[str, int]:
         """Counts per state; all of BullMQ's states when no type is named."""
-        wanted = tuple(check.one_of(t, COUNT_TYPES, "types", "job state") for t in types) or COUNT_TYPES
+        wanted = tuple(check.one_of(t, COUNT_TYPES, "types", "job state")
+                       for t in types) or COUNT_TYPES
         pipe = self.client.pipeline(transaction=False)
         for kind in wanted:
             key = self.keys.key("wait" if kind == "waiting" else kind)
@@ -160,7 +162,8 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin):
             elif kind in COUNT_TYPES:
                 pipe.zcard(key)
             else:
-                raise errors.InvalidArgument(f"unknown job state {kind!r}; one of {', '.join(COUNT_TYPES)}")
+                raise errors.InvalidArgument(
+                    f"unknown job state {kind!r}; one of {', '.join(COUNT_TYPES)}")
         return dict(zip(wanted, (int(n) for n in pipe.execute())))
 
     def count(self) -> int:

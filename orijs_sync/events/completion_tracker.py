@@ -150,7 +150,8 @@ class CompletionTracker:
             self._check_running()
             by_corr = self._pending.setdefault(queue_name, {})
             if correlation_id in by_corr:
-                raise errors.InvalidArgument(f"correlation id {correlation_id!r} is already registered")
+                raise errors.InvalidArgument(
+                    f"correlation id {correlation_id!r} is already registered")
             pending = PendingCompletion(on_success, on_error, on_cancel)
             by_corr[correlation_id] = pending
             self._unmapped[queue_name] = self._unmapped.get(queue_name, 0) + 1

@@ -155,11 +155,13 @@ class InProcessEventProvider:
     def subscribe(self, event_name: str, handler: EventHandler) -> None:
         validate_event_name(event_name)
         if not callable(handler):
-            raise errors.InvalidArgumentType("handler must be callable: handler(message) -> result")
+            raise errors.InvalidArgumentType(
+                "handler must be callable: handler(message) -> result")
         with self._lock:
             self._check_started()
             if event_name in self._handlers:
-                raise errors.InvalidArgument(f"{event_name!r} already has a subscriber in this provider")
+                raise errors.InvalidArgument(
+                    f"{event_name!r} already has a subscriber in this provider")
             executor = ThreadPoolExecutor(self.concurrency,
                                           thread_name_prefix=f"orijs-inprocess-{event_name}")
             self._handlers[event_name] = (handler, executor)

@@ -42,7 +42,8 @@ def _json_object(value: Any, what: str) -> Dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise errors.InvalidArgumentType(f"{what} must be a JSON object (a dict), not {type(value).__name__}")
+        raise errors.InvalidArgumentType(
+            f"{what} must be a JSON object (a dict), not {type(value).__name__}")
     for key in value:
         if not isinstance(key, str):
             raise errors.InvalidArgumentType(f"{what} keys must be strings, got {key!r}")
@@ -73,7 +74,8 @@ class EventMessage:
         validate_event_name(event_name)
         validate_idempotency_key(idempotency_key)
         if causation_id is not None and not isinstance(causation_id, str):
-            raise errors.InvalidArgumentType(f"causation_id must be a string, not {type(causation_id).__name__}")
+            raise errors.InvalidArgumentType(
+                f"causation_id must be a string, not {type(causation_id).__name__}")
         dumps(payload, "payload")
         return cls(event_id=str(uuid.uuid4()), event_name=event_name, payload=payload,
                    correlation_id=str(uuid.uuid4()), timestamp=int(time.time() * 1000),
@@ -104,10 +106,12 @@ class EventMessage:
     def from_dict(cls, data: Mapping[str, Any]) -> "EventMessage":
         """Read an envelope written by either side; unknown keys are ignored."""
         if not isinstance(data, Mapping):
-            raise errors.InvalidArgumentType(f"an EventMessage is a JSON object, not {type(data).__name__}")
+            raise errors.InvalidArgumentType(
+                f"an EventMessage is a JSON object, not {type(data).__name__}")
         missing = [k for k in ("eventId", "eventName") if k not in data]
         if missing:
-            raise errors.InvalidArgument(f"not an EventMessage envelope: missing {', '.join(missing)}")
+            raise errors.InvalidArgument(
+                f"not an EventMessage envelope: missing {', '.join(missing)}")
         meta = data.get("meta")
         return cls(event_id=str(data["eventId"]), event_name=str(data["eventName"]),
                    payload=data.get("payload"),

@@ -121,7 +121,8 @@ class BullMQEventProvider:
         is the emitter's result. Returns once the worker is ready."""
         validate_event_name(event_name)
         if not callable(handler):
-            raise errors.InvalidArgumentType("handler must be callable: handler(message) -> result")
+            raise errors.InvalidArgumentType(
+                "handler must be callable: handler(message) -> result")
         self._check_started()
 
         def process(job: Job) -> Any:

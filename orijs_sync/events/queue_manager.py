@@ -161,7 +161,8 @@ class QueueManager:
             if self._stopped:
                 raise errors.ShutdownError("QueueManager is stopped")
             if event_name in self._workers:
-                raise errors.InvalidArgument(f"{event_name!r} already has a subscriber in this provider")
+                raise errors.InvalidArgument(
+                    f"{event_name!r} already has a subscriber in this provider")
             self._workers[event_name] = _PENDING
         try:
             options = {"concurrency": DEFAULT_CONCURRENCY, **self.default_worker_options}

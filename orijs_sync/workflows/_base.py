@@ -55,9 +55,10 @@ class ProviderBase:
         self.stall_interval = float(to_seconds(stall_interval, "stall_interval",
                                                allow_none=False) or 0.0)
         if self.stall_interval < MIN_STALL_INTERVAL:
-            raise errors.InvalidArgument(f"stall_interval must be at least {MIN_STALL_INTERVAL:g}s (got "
-                             f"{self.stall_interval:g}): shorter intervals mistake GC pauses "
-                             "and network hiccups for dead workers")
+            raise errors.InvalidArgument(
+                f"stall_interval must be at least {MIN_STALL_INTERVAL:g}s (got "
+                f"{self.stall_interval:g}): shorter intervals mistake GC pauses "
+                "and network hiccups for dead workers")
         self.default_timeout = float(to_seconds(default_timeout, "default_timeout",
                                                 allow_none=False) or 0.0)
         self.step_timeout = float(to_seconds(step_timeout, "step_timeout") or 0.0)
@@ -88,7 +89,8 @@ class ProviderBase:
     def register(self, workflow: Workflow) -> None:
         """Run this workflow's steps (and its completion) in this process."""
         if not isinstance(workflow, Workflow):
-            raise errors.InvalidArgumentType(f"register() takes a Workflow, not {type(workflow).__name__}")
+            raise errors.InvalidArgumentType(
+                f"register() takes a Workflow, not {type(workflow).__name__}")
         with self._lock:
             self._refuse_if_stopped()
             for step in workflow.steps.values():
@@ -170,7 +172,7 @@ class ProviderBase:
                 known = found is not None
             else:
                 raise errors.InvalidArgumentType(f"execute() takes a Workflow or its name, not "
-                                f"{type(workflow).__name__}")
+                                                 f"{type(workflow).__name__}")
         if not known or found is None:
             raise WorkflowNotRegisteredError(
                 f"workflow {name!r} is not registered here: call register(workflow) (this "

@@ -49,21 +49,25 @@ def validate_step_name(name: Any) -> str:
     if not isinstance(name, str):
         raise errors.InvalidArgumentType(f"step name must be a string, not {type(name).__name__}")
     if name.startswith("__"):
-        raise errors.InvalidArgument(f"step name {name!r} is reserved: names starting with '__' are "
-                         "used by the workflow layer")
+        raise errors.InvalidArgument(
+            f"step name {name!r} is reserved: names starting with '__' are "
+            "used by the workflow layer")
     if not NAME_PATTERN.match(name):
-        raise errors.InvalidArgument(f"invalid step name {name!r}: 1-128 characters, letters, digits, "
-                         "'_' or '-', starting with a letter or digit")
+        raise errors.InvalidArgument(
+            f"invalid step name {name!r}: 1-128 characters, letters, digits, "
+            "'_' or '-', starting with a letter or digit")
     return name
 
 
 def validate_workflow_name(name: Any) -> str:
     """Same rule as step names: the name goes into queue names (no ':' or '.')."""
     if not isinstance(name, str):
-        raise errors.InvalidArgumentType(f"workflow name must be a string, not {type(name).__name__}")
+        raise errors.InvalidArgumentType(
+            f"workflow name must be a string, not {type(name).__name__}")
     if not NAME_PATTERN.match(name):
-        raise errors.InvalidArgument(f"invalid workflow name {name!r}: 1-128 characters, letters, digits, "
-                         "'_' or '-', starting with a letter or digit")
+        raise errors.InvalidArgument(
+            f"invalid workflow name {name!r}: 1-128 characters, letters, digits, "
+            "'_' or '-', starting with a letter or digit")
     return name
 
 
@@ -116,7 +120,8 @@ class Workflow:
     def __post_init__(self) -> None:
         validate_workflow_name(self.name)
         if self.on_complete is not None and not callable(self.on_complete):
-            raise errors.InvalidArgumentType("on_complete must be callable: on_complete(ctx) -> result")
+            raise errors.InvalidArgumentType(
+                "on_complete must be callable: on_complete(ctx) -> result")
         _check_retry(self.attempts, self.backoff, f"workflow {self.name!r}")
 
     # -- building ----------------------------------------------------------
@@ -146,7 +151,7 @@ class Workflow:
                 steps.append(self._make(item[0], item[1], rollback, None, None, pending=steps))
             else:
                 raise errors.InvalidArgumentType(f"parallel() item {i} must be (name, handler) or "
-                                f"(name, handler, rollback), not {item!r}")
+                                                 f"(name, handler, rollback), not {item!r}")
         self.groups.append(StepGroup("parallel", tuple(steps)))
         return self
 
@@ -155,11 +160,14 @@ class Workflow:
               pending: Sequence[StepDef] = ()) -> StepDef:
         validate_step_name(name)
         if name in self.step_names or name in [s.name for s in pending]:
-            raise errors.InvalidArgument(f"workflow {self.name!r} already has a step named {name!r}")
+            raise errors.InvalidArgument(
+                f"workflow {self.name!r} already has a step named {name!r}")
         if not callable(handler):
-            raise errors.InvalidArgumentType(f"handler of step {name!r} must be callable: handler(ctx) -> result")
+            raise errors.InvalidArgumentType(
+                f"handler of step {name!r} must be callable: handler(ctx) -> result")
         if rollback is not None and not callable(rollback):
-            raise errors.InvalidArgumentType(f"rollback of step {name!r} must be callable: rollback(ctx)")
+            raise errors.InvalidArgumentType(
+                f"rollback of step {name!r} must be callable: rollback(ctx)")
         _check_retry(attempts, backoff, f"step {name!r}")
         return StepDef(name, handler, rollback, attempts, backoff)
 

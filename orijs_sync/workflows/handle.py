@@ -82,7 +82,8 @@ class FlowTracker:
     def __init__(self, timer: Timer, *, max_flow_states: int, cleanup_delay: float) -> None:
         if isinstance(max_flow_states, bool) or not isinstance(max_flow_states, int) \
                 or max_flow_states < 1:
-            raise errors.InvalidArgument(f"max_flow_states must be an integer >= 1, got {max_flow_states!r}")
+            raise errors.InvalidArgument(
+                f"max_flow_states must be an integer >= 1, got {max_flow_states!r}")
         self.timer = timer
         self.max_flow_states = max_flow_states
         self.cleanup_delay = cleanup_delay
