@@ -1,9 +1,11 @@
 """Settling a ``concurrent.futures.Future`` from whichever thread comes first."""
 from __future__ import annotations
 
+import math
 from concurrent.futures import Future
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
+from . import _validate as check
 from . import errors
 
 
@@ -22,6 +24,35 @@ def settle(fut: "Future[Any]", result: Any = None, exc: Optional[BaseException] 
         return False
 
 
+def wait_timeout(timeout: Any, arg: str = "timeout") -> Optional[float]:
+    """A timeout for a blocking wait: ``None`` or ``inf`` wait forever, a longer wait than
+    the OS timer holds is capped; nan, negative or non-numbers are refused."""
+    if isinstance(timeout, float) and timeout == math.inf:
+        return None
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) \
+            and math.isfinite(timeout) and timeout > check.MAX_SECONDS:
+        return check.MAX_SECONDS
+    return check.seconds(timeout, arg)
+
+
+class CheckedFuture(Future):
+    """A Future whose waits check their timeout and time out with ``errors.TimeoutError``."""
+
+    def result(self, timeout: Optional[float] = None) -> Any:
+        return self._wait(super().result, timeout)
+
+    def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
+        return self._wait(super().exception, timeout)
+
+    def _wait(self, wait: Callable[[Optional[float]], Any], timeout: Any) -> Any:
+        try:
+            return wait(wait_timeout(timeout))
+        except TimeoutError as exc:
+            if isinstance(exc, errors.OrijsError) or self.done():
+                raise
+            raise errors.TimeoutError(f"not finished within {timeout}s") from None
+
+
 def no_result(what: str, job_id: Optional[str], seconds: Optional[float]) -> errors.TimeoutError:
     """The error of a wait that timed out, naming what it waited for:
     ``event 'order.created' (job 42) got no result within 5.0 s``."""
@@ -34,8 +65,8 @@ def result_or_named_timeout(fut: "Future[Any]", timeout: Optional[float], what: 
     """``Future.result(timeout)``, but a wait cut short by ``timeout`` raises
     :func:`no_result` (an ``errors.TimeoutError``) instead of an empty ``TimeoutError``."""
     try:
-        return Future.result(fut, timeout)
+        return Future.result(fut, wait_timeout(timeout))
     except TimeoutError as exc:
-        if isinstance(exc, errors.OrijsError):    # the future's own outcome: named already
+        if isinstance(exc, errors.OrijsError) or fut.done():   # the future's own outcome
             raise
         raise no_result(what, job_id, timeout) from None

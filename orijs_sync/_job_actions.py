@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from . import _validate as check
 from . import errors
 from ._util import Seconds, dumps, now_ms, to_ms
 from .options import MAX_PRIORITY
@@ -27,8 +28,9 @@ class JobActionsMixin:
     def retry(self, state: str = "failed", reset_attempts_made: bool = False,
               reset_attempts_started: bool = False) -> None:
         """Move a failed (or completed) job back to wait."""
-        if state not in ("failed", "completed"):
-            raise ValueError("state must be 'failed' or 'completed'")
+        check.one_of(state, ("failed", "completed"), "state")
+        check.boolean(reset_attempts_made, "reset_attempts_made")
+        check.boolean(reset_attempts_started, "reset_attempts_started")
         code = self.queue.scripts.run(
             "reprocessJob", [self.queue.keys.job(self.id)],
             [self.queue.keys.base, self.id, state, "1" if reset_attempts_made else "0",
@@ -43,7 +45,7 @@ class JobActionsMixin:
 
     def change_delay(self, delay: Seconds) -> None:
         """Give a delayed job a new delay (seconds from now)."""
-        ms = to_ms(delay, "delay")
+        ms = to_ms(delay, "delay", allow_none=False)
         k = self.queue.keys
         code = self.queue.scripts.run(
             "changeDelay", [k.job(self.id), k.delayed, k.events, k.meta, k.marker],
@@ -51,10 +53,7 @@ class JobActionsMixin:
         self._raise_for(code, "change the delay of")
 
     def change_priority(self, priority: int) -> None:
-        if isinstance(priority, bool) or not isinstance(priority, int) \
-                or not 0 <= priority <= MAX_PRIORITY:
-            raise ValueError(f"priority must be an integer between 0 and {MAX_PRIORITY}, "
-                             f"got {priority!r}")
+        check.integer(priority, "priority", minimum=0, maximum=MAX_PRIORITY)
         code = self.queue.scripts.run("changePriority", [self.queue.keys.job(self.id)],
                                       [self.queue.keys.base, self.id, priority])
         self._raise_for(code, "change the priority of")
@@ -63,6 +62,7 @@ class JobActionsMixin:
         """From inside its handler: park the job until ``timestamp`` (seconds since the
         epoch, as ``time.time()``) without counting an attempt. Then raise
         ``errors.DelayedError`` or return: the worker leaves the job delayed."""
+        check.number(timestamp, "timestamp", minimum=0, maximum=check.MAX_INT / 1000)
         if self.token is None:
             raise errors.InvalidStateError("move_to_delayed() is for a job inside its handler")
         k = self.queue.keys

@@ -27,8 +27,8 @@ def parent_link(parent: Any) -> Dict[str, str]:
     if isinstance(parent, Mapping) and isinstance(parent.get("id"), str) \
             and isinstance(parent.get("queue"), str) and parent["id"] and parent["queue"]:
         return {"id": parent["id"], "queue": parent["queue"]}
-    raise ValueError("parent must be a Job or {'id': job id, 'queue': "
-                     f"'{{prefix}}:{{queue name}}'}}, not {parent!r}")
+    raise errors.InvalidArgument("parent must be a Job or {'id': job id, 'queue': "
+                                 f"'{{prefix}}:{{queue name}}'}}, not {parent!r}")
 
 
 def attach_to_parent(parent: Any, opts: Dict[str, Any]) -> Dict[str, Any]:
@@ -38,10 +38,10 @@ def attach_to_parent(parent: Any, opts: Dict[str, Any]) -> Dict[str, Any]:
     link = parent_link(parent)
     flags = [flag for flag in PARENT_FLAGS if opts.get(flag)]
     if len(flags) > 1:
-        raise ValueError("these options cannot be used together: "
+        raise errors.InvalidArgument("these options cannot be used together: "
                          + ", ".join(PARENT_FLAGS[f] for f in flags))
     if "de" in opts:
-        raise ValueError("deduplication and a parent cannot be used together")
+        raise errors.InvalidArgument("deduplication and a parent cannot be used together")
     opts["parent"] = dict(link)
     stored: Dict[str, Any] = {"id": link["id"], "queueKey": link["queue"]}
     stored.update({flag: True for flag in flags})
@@ -55,7 +55,8 @@ def child_key(child: Any) -> str:
     key = getattr(child, "key", None)
     if isinstance(key, str):
         return key
-    raise TypeError(f"expected a child job or its key, not {type(child).__name__}")
+    raise errors.InvalidArgumentType(
+        f"expected a child job or its key, not {type(child).__name__}")
 
 
 class FlowJobMixin:
@@ -98,7 +99,7 @@ class FlowJobMixin:
             processed, unprocessed, ignored, failed = pipe.execute()
         else:
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-                raise ValueError(f"count must be an integer >= 1, not {count!r}")
+                raise errors.InvalidArgument(f"count must be an integer >= 1, not {count!r}")
             pipe.hscan(self._flow_key("processed"), 0, count=count)
             pipe.sscan(self._flow_key("dependencies"), 0, count=count)
             pipe.hscan(self._flow_key("failed"), 0, count=count)
@@ -117,8 +118,9 @@ class FlowJobMixin:
         wanted = types or DEPENDENCY_TYPES
         unknown = set(wanted) - set(DEPENDENCY_TYPES)
         if unknown:
-            raise ValueError(f"unknown dependency type(s) {', '.join(sorted(unknown))}; "
-                             f"one of {', '.join(DEPENDENCY_TYPES)}")
+            raise errors.InvalidArgument(
+                f"unknown dependency type(s) {', '.join(sorted(unknown))}; "
+                f"one of {', '.join(DEPENDENCY_TYPES)}")
         pipe = self.queue.client.pipeline(transaction=True)
         for kind in wanted:
             if kind == "processed":

@@ -120,6 +120,11 @@ class JobRunner:
     def process(self, job: Job) -> Optional[Outcome]:
         """Run the handler. Returns the outcome to write, or None when the job was
         already moved (retried, delayed, waiting for children, rate limited)."""
+        if job.problem:   # a hash that cannot be decoded never reaches the handler
+            log.warning("job %s of %s cannot be processed: %s", job.id, self.keys.queue_key,
+                        job.problem)
+            self.w._emit("active", job)
+            return self.failure(job, errors.UnrecoverableError(job.problem))
         schedule_next(job)  # a scheduler's run: schedule the next one, as BullMQ workers do
         self.w._emit("active", job)
         if job.deferred_failure:
@@ -175,7 +180,29 @@ class JobRunner:
     # -- many jobs ---------------------------------------------------------
     def finish(self, outcomes: Sequence[Outcome], fetch: int) -> List[Job]:
         """Write the outcomes in one script call that also takes up to ``fetch`` next
-        jobs; emits completed/failed for each outcome written; returns the next jobs."""
+        jobs; emits completed/failed for each outcome written; returns the next jobs.
+        An outcome Redis refuses (a script error, not a connection failure) does not hold
+        back the others: the batch is written one by one and the refused one dropped."""
+        try:
+            return self._finish(outcomes, fetch)
+        except errors.ConnectionError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one bad job must not block the batch
+            if len(outcomes) > 1:
+                return [j for o in outcomes for j in self.finish([o], 0)]
+            self._drop(outcomes[0], exc)
+            return []
+
+    def _drop(self, outcome: Outcome, exc: BaseException) -> None:
+        """An outcome that cannot be written: left to the stalled checker (its lock
+        expires), reported as an error."""
+        job = outcome.job
+        log.error("job %s of %s: writing its outcome (%s) failed: %s; the stalled checker "
+                  "takes it over", job.id, self.keys.queue_key, outcome.target, exc)
+        self.w._emit("error", errors.CorruptJob(
+            f"job {job.id}: its outcome could not be written: {exc}", job.id))
+
+    def _finish(self, outcomes: Sequence[Outcome], fetch: int) -> List[Job]:
         k = self.keys
         args: List[Any] = [k.base, now_ms(), fetch, dumps(self.fetch_opts(fetch)), len(outcomes)]
         for o in outcomes:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Union
 
+from . import _validate as check
 from . import errors
 from ._util import Seconds, now_ms, to_seconds
 
@@ -15,12 +16,17 @@ CLEAN_STATES = ("completed", "failed", "delayed", "wait", "paused", "prioritized
                 "waiting-children")
 
 
-def _state_key(state: str) -> str:
-    state = "wait" if state == "waiting" else state
-    if state not in LIST_STATES | SET_STATES:
-        raise ValueError(f"unknown job state {state!r}; one of "
-                         f"{', '.join(sorted(LIST_STATES | SET_STATES | {'waiting'}))}")
-    return state
+STATES = LIST_STATES | SET_STATES | {"waiting"}
+
+
+def _state_key(state: str, arg: str = "state") -> str:
+    state = check.one_of(state, STATES, arg, "job state")
+    return "wait" if state == "waiting" else state
+
+
+def _range(start: Any, end: Any) -> None:
+    check.integer(start, "start")
+    check.integer(end, "end")
 
 
 class QueueControlMixin:
@@ -54,7 +60,9 @@ class QueueControlMixin:
         one not in ``states`` when they are given (atomically: e.g. cancel only if still
         ``("waiting", "delayed")``). Returns whether it was removed."""
         k = self.keys
-        allowed = ",".join(_state_key(s) for s in states) if states else ""
+        job_id = check.job_id(job_id)
+        wanted = check.states(states, "states", STATES) if states is not None else []
+        allowed = ",".join(_state_key(s, "states") for s in wanted)
         if "wait" in allowed.split(","):
             allowed += ",paused"
         code = self.scripts.run("removeJob", [k.job(job_id), k.events],
@@ -63,14 +71,14 @@ class QueueControlMixin:
 
     def drain(self, delayed: bool = False) -> int:
         """Remove every waiting (and prioritized, paused; with ``delayed`` also delayed) job."""
+        check.boolean(delayed, "delayed")
         return int(self.scripts.run("drain", [self.keys.events],
                                     [self.keys.base, "1" if delayed else "0"]))
 
     def clean(self, grace: Seconds, limit: int = 0, state: str = "completed") -> List[str]:
         """Remove up to ``limit`` (0 = all) jobs of ``state`` older than ``grace`` seconds."""
         grace_s = to_seconds(grace, "grace", allow_none=False)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ValueError(f"limit must be an integer >= 0, got {limit!r}")
+        check.integer(limit, "limit", minimum=0)
         state = _state_key(state)
         cutoff = now_ms() - int(grace_s * 1000)  # type: ignore[operator]
         removed = self.scripts.run("cleanJobsInSet", [self.keys.key(state), self.keys.events],
@@ -80,6 +88,8 @@ class QueueControlMixin:
     def obliterate(self, force: bool = False, batch: int = 1000) -> None:
         """Delete the queue and all its jobs. Refused while jobs are active, unless ``force``."""
         k = self.keys
+        check.boolean(force, "force")
+        check.integer(batch, "batch", minimum=1)
         if not force and self.client.llen(k.active):
             raise errors.InvalidStateError(
                 f"queue {self.name} has active jobs; obliterate(force=True) deletes them anyway")
@@ -101,11 +111,11 @@ class QueueControlMixin:
                  end: int = -1, asc: bool = False) -> List["Job"]:
         """Jobs in the given states (all when None), newest first unless ``asc``;
         ``start``/``end`` index each state's range, as BullMQ's getJobs does."""
-        wanted = [states] if isinstance(states, str) else list(states or
-                                                               ["wait", "active", "delayed",
-                                                                "prioritized", "completed",
-                                                                "failed", "paused",
-                                                                "waiting-children"])
+        wanted = (check.states(states, "states", STATES) if states is not None else []) or [
+            "wait", "active", "delayed", "prioritized", "completed", "failed", "paused",
+            "waiting-children"]
+        _range(start, end)
+        check.boolean(asc, "asc")
         ids: List[str] = []
         for state in wanted:
             ids.extend(self._ids_in_state(_state_key(state), start, end, asc))
@@ -153,7 +163,9 @@ class QueueControlMixin:
     def get_job_logs(self, job_id: str, start: int = 0, end: int = -1,
                      asc: bool = True) -> Dict[str, Any]:
         """``{"logs": [...], "count": n}`` as BullMQ's getJobLogs."""
-        key = self.keys.logs(job_id)
+        _range(start, end)
+        check.boolean(asc, "asc")
+        key = self.keys.logs(check.job_id(job_id))
         pipe = self.client.pipeline(transaction=False)
         if asc:
             pipe.lrange(key, start, end)

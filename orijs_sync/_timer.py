@@ -17,8 +17,11 @@ import time
 from typing import Any, Callable, List, Optional
 
 from . import _fork, errors
+from . import _validate as check
 
 log = logging.getLogger(__name__)
+
+MAX_WAIT = check.MAX_SECONDS   # far below threading.TIMEOUT_MAX
 
 
 class TimerHandle:
@@ -74,7 +77,8 @@ class Timer:
 
     def call_later(self, delay: float, fn: Callable[[], Any]) -> TimerHandle:
         """Run ``fn()`` on the timer thread after ``delay`` seconds."""
-        handle = TimerHandle(time.monotonic() + max(0.0, delay), next(self._seq), fn)
+        delay = min(max(0.0, float(check.number(delay, "delay"))), MAX_WAIT)
+        handle = TimerHandle(time.monotonic() + delay, next(self._seq), fn)
         with self._cond:
             if self._stopped:
                 raise errors.ShutdownError(f"{self.name} is stopped")
@@ -128,7 +132,7 @@ class Timer:
                         continue
                     wait = top.deadline - time.monotonic()
                     if wait > 0:
-                        self._cond.wait(wait)
+                        self._cond.wait(min(wait, MAX_WAIT))   # never past the OS limit
                         continue
                     heapq.heappop(self._heap)
                     fn, top.fn = top.fn, None

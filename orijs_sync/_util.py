@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from datetime import timedelta
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
+
+from . import _validate, errors
 
 Seconds = Union[int, float, timedelta]
 
@@ -14,31 +17,27 @@ def now_ms() -> int:
 
 
 def to_seconds(value: Optional[Seconds], name: str, *, allow_none: bool = True) -> Optional[float]:
-    """A duration in seconds from a number or ``timedelta``; negative values are refused."""
-    if value is None:
-        if allow_none:
-            return None
-        raise ValueError(f"{name} is required")
-    if isinstance(value, timedelta):
-        value = value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{name} must be a number of seconds or a timedelta, not {value!r}")
-    if value != value or value < 0:  # NaN or negative
-        raise ValueError(f"{name} must be >= 0 seconds, got {value!r}")
-    return float(value)
+    """A duration in seconds from a number or ``timedelta``: finite, >= 0, at most
+    ten years (``_validate.seconds``)."""
+    return _validate.seconds(value, name, allow_none=allow_none)
 
 
-def to_ms(value: Optional[Seconds], name: str) -> Optional[int]:
-    seconds = to_seconds(value, name)
+def to_ms(value: Optional[Seconds], name: str, *, allow_none: bool = True) -> Optional[int]:
+    seconds = to_seconds(value, name, allow_none=allow_none)
     return None if seconds is None else int(round(seconds * 1000))
 
 
-def dumps(value: Any, what: str = "value") -> str:
-    """Compact JSON as BullMQ writes it; a value JSON can't hold raises ``TypeError``."""
+def dumps(value: Any, what: str = "value", *, argument: bool = True) -> str:
+    """Compact JSON as BullMQ writes it. A value JSON can't hold raises
+    ``errors.InvalidArgumentType`` naming ``what`` (a plain ``TypeError`` when the value
+    is not an argument but a result, e.g. what a step returned)."""
     try:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{what} cannot be stored as JSON: {exc}") from exc
+    except (TypeError, ValueError, RecursionError) as exc:
+        message = f"{what} cannot be stored as JSON: {exc}"
+        if not argument:
+            raise TypeError(message) from exc
+        raise errors.InvalidArgumentType(message, what, value) from exc
 
 
 def loads(text: Optional[str], default: Any = None) -> Any:
@@ -48,3 +47,13 @@ def loads(text: Optional[str], default: Any = None) -> Any:
         return json.loads(text)
     except ValueError:
         return text
+
+
+def run_logged(logger: logging.Logger, fn: Callable[..., Any], *args: Any) -> Any:
+    """Run ``fn(*args)`` on a pool thread, logging what it raises (a pool would keep the
+    exception in a future nobody reads): one bad item never goes unnoticed."""
+    try:
+        return fn(*args)
+    except Exception:  # noqa: BLE001 - logged; the pool thread goes on with the next item
+        logger.exception("%r failed on a background thread", fn)
+        return None

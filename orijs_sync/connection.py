@@ -135,8 +135,8 @@ class RedisConnection:
                     pool.connection_class)
         if isinstance(connection, Mapping):
             return RedisConnection._resolve_options(dict(connection))
-        raise TypeError(f"connection must be a URL, a dict of options or a redis.Redis, "
-                        f"not {type(connection).__name__}")
+        raise errors.InvalidArgumentType(f"connection must be a URL, a dict of options or a redis.Redis, "
+                                   f"not {type(connection).__name__}")
 
     @staticmethod
     def _resolve_options(kwargs: Dict[str, Any]) -> "tuple[Dict[str, Any], Any]":

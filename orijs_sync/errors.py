@@ -7,7 +7,7 @@ and ``except ConnectionError`` written against the standard library keep working
 from __future__ import annotations
 
 import builtins
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 
 class OrijsError(Exception):
@@ -41,6 +41,44 @@ class ScriptError(OrijsError):
     def __init__(self, message: str, code: Optional[int] = None) -> None:
         super().__init__(message)
         self.code = code
+
+
+class ValidationError(OrijsError):
+    """A public call was given a bad argument; nothing was written. ``argument`` names
+    it (``"opts.backoff.delay"``...) and ``value`` is what was given."""
+
+    def __init__(self, message: str, argument: Optional[str] = None, value: Any = None) -> None:
+        super().__init__(message)
+        self.argument = argument
+        self.value = value
+
+
+class InvalidArgument(ValidationError, ValueError):
+    """An argument of the right type with a value the call cannot take."""
+
+
+class InvalidArgumentType(ValidationError, TypeError):
+    """An argument of the wrong type."""
+
+
+class UnknownOption(InvalidArgument):
+    """An option key the call does not know (usually a typo); ``valid`` lists the known ones."""
+
+    def __init__(self, message: str, argument: Optional[str] = None, value: Any = None,
+                 valid: Sequence[str] = ()) -> None:
+        super().__init__(message, argument, value)
+        self.valid = list(valid)
+
+
+class CorruptJob(OrijsError, ValueError):
+    """A job hash in Redis that cannot be decoded (written by hand, another language, an
+    old version); ``field`` names the first bad field."""
+
+    def __init__(self, message: str, job_id: Optional[str] = None,
+                 field: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+        self.field = field
 
 
 class InvalidStateError(OrijsError):

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from . import _fork
+from . import _validate as check
+from . import errors
 from . import options as job_options
 from ._job_flow import PARENT_FLAGS, attach_to_parent, children_keys, parent_link
 from .connection import ConnectionLike, ConnectionOwner, RedisConnection
@@ -64,8 +66,7 @@ class FlowProducer(ConnectionOwner):
     """Adds and reads flows. Thread-safe; share one instance."""
 
     def __init__(self, connection: ConnectionLike = None, *, prefix: str = "bull") -> None:
-        if not isinstance(prefix, str) or not prefix:
-            raise ValueError("prefix must be a non-empty string")
+        check.string(prefix, "prefix")
         self.prefix = prefix
         self._use_connection(connection)
         self._queues: Dict[Tuple[str, str], Queue] = {}
@@ -97,6 +98,8 @@ class FlowProducer(ConnectionOwner):
     def add_bulk(self, flows: Iterable[Mapping[str, Any]]) -> List[JobNode]:
         """Add many trees in one transaction. Every node is checked before anything is
         written: a bad node raises ``ValueError``/``TypeError`` and adds nothing."""
+        if isinstance(flows, (str, bytes, Mapping)) or not isinstance(flows, Iterable):
+            check.bad_type("flows", flows, "a list of flow dicts")
         plans = [self._plan(flow, None, f"flow[{i}]") for i, flow in enumerate(flows)]
         if not plans:
             return []
@@ -128,28 +131,22 @@ class FlowProducer(ConnectionOwner):
         return JobNode(job, [self._node(child, ids) for child in plan.children])
 
     def _plan(self, node: Any, parent: Optional[Dict[str, str]], where: str) -> _Planned:
-        if not isinstance(node, Mapping):
-            raise ValueError(f"{where} must be a dict with name, queue_name, data, opts, children")
-        unknown = set(node) - NODE_KEYS
-        if unknown:
-            raise ValueError(f"{where} has unknown key(s) {', '.join(sorted(unknown))}; "
-                             f"a node takes {', '.join(sorted(NODE_KEYS))}")
-        name, queue_name = node.get("name"), node.get("queue_name")
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"{where} needs a 'name' (non-empty string)")
-        if not isinstance(queue_name, str) or not queue_name:
-            raise ValueError(f"{where} ({name!r}) needs a 'queue_name' (non-empty string)")
-        if ":" in queue_name:
-            raise ValueError(f"{where}: queue_name {queue_name!r} must not contain ':'")
-        prefix = node.get("prefix") or self.prefix
+        check.mapping(node, where, allow_none=False)
+        check.known_keys(node, NODE_KEYS, where)
+        name = check.string(node.get("name"), f"{where}.name")
+        queue_name = check.name(node.get("queue_name"), f"{where}.queue_name")
+        prefix = check.optional_string(node.get("prefix"), f"{where}.prefix") \
+            or self.prefix
         queue = self.queue(queue_name, prefix)
-        raw_opts = dict(node.get("opts") or {})
+        raw_opts = check.mapping(node.get("opts"), f"{where}.opts")
+        check.known_keys(raw_opts, job_options.KNOWN, f"{where}.opts")
         link = raw_opts.pop("parent", None)
         if link is not None:
             if parent is not None:
-                raise ValueError(f"{where} ({name!r}): only a flow's root may set opts['parent']")
+                raise errors.InvalidArgument(
+                    f"{where} ({name!r}): only a flow's root may set opts['parent']")
             parent = parent_link(link)
-        opts = job_options.encode(raw_opts)
+        opts = job_options.encode(raw_opts, arg=f"{where}.opts")
         job_id = opts.get("jobId") or str(uuid.uuid4())
         opts["jobId"] = job_id
         stored_parent: Optional[Dict[str, Any]] = None
@@ -158,16 +155,17 @@ class FlowProducer(ConnectionOwner):
             try:
                 stored_parent = attach_to_parent(parent, opts)
             except ValueError as exc:
-                raise ValueError(f"{where} ({name!r}): {exc}") from None
+                raise errors.InvalidArgument(f"{where} ({name!r}): {exc}") from None
             parent_key = f"{parent['queue']}:{parent['id']}"
         else:
             flags = [flag for flag in PARENT_FLAGS if opts.get(flag)]
             if len(flags) > 1:
-                raise ValueError(f"{where} ({name!r}): these options cannot be used together: "
-                                 + ", ".join(PARENT_FLAGS[f] for f in flags))
+                raise errors.InvalidArgument(
+                    f"{where} ({name!r}): these options cannot be used together: "
+                    + ", ".join(PARENT_FLAGS[f] for f in flags))
         children = node.get("children") or []
         if not isinstance(children, (list, tuple)):
-            raise ValueError(f"{where} ({name!r}): children must be a list of nodes")
+            check.bad_type(f"{where}.children", children, "a list of nodes")
         data = node.get("data")
         call = AddCall(queue.keys, name, {} if data is None else data, opts,
                        parent=stored_parent, wait_children=bool(children))
@@ -182,12 +180,11 @@ class FlowProducer(ConnectionOwner):
         """The tree under a job as it is now: its children (at most ``max_children`` of
         each outcome per node) down to ``depth`` levels (1 = the job alone).
         ``None`` when the job does not exist."""
-        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-            raise ValueError(f"depth must be an integer >= 1, not {depth!r}")
-        if isinstance(max_children, bool) or not isinstance(max_children, int) \
-                or max_children < 1:
-            raise ValueError(f"max_children must be an integer >= 1, not {max_children!r}")
-        return self._get_node(prefix or self.prefix, queue_name, str(job_id), depth,
+        check.integer(depth, "depth", minimum=1)
+        check.integer(max_children, "max_children", minimum=1)
+        check.name(queue_name, "queue_name")
+        prefix = check.optional_string(prefix, "prefix")
+        return self._get_node(prefix or self.prefix, queue_name, check.job_id(job_id), depth,
                               max_children)
 
     def _get_node(self, prefix: str, queue_name: str, job_id: str, depth: int,

@@ -6,9 +6,10 @@ Field names follow BullMQ v5: ``atm`` (attemptsMade), ``ats`` (attemptsStarted),
 """
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Protocol
 
-from . import errors
+from . import errors, options
 from ._job_actions import JobActionsMixin
 from ._job_flow import FlowJobMixin
 from ._util import dumps, loads, now_ms
@@ -33,12 +34,27 @@ class QueueLike(Protocol):
     def remove(self, job_id: str) -> bool: ...
 
 
+REQUIRED_FIELDS = ("name", "data", "opts", "timestamp")
+
+
+def _json_field(fields: Mapping[str, str], name: str, default: Any, problems: List[str]) -> Any:
+    """A JSON field of the hash; text that is not JSON is kept as it is and noted."""
+    text = fields.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        problems.append(f"{name} is not JSON: {exc} (it starts {text[:40]!r})")
+        return text
+
+
 def _int(value: Optional[str], default: Optional[int] = None) -> Optional[int]:
     if value is None or value == "":
         return default
     try:
         return int(float(value))
-    except ValueError:
+    except (ValueError, OverflowError):
         return default
 
 
@@ -70,6 +86,8 @@ class Job(JobActionsMixin, FlowJobMixin):
         self.repeat_job_key: Optional[str] = None
         self.deduplication_id: Optional[str] = None
         self.deferred_failure: Optional[str] = None
+        # Why the stored hash cannot be used as it is (a field not JSON...), or None.
+        self.problem: Optional[str] = None
         # Set while a worker processes the job.
         self.token: Optional[str] = None
         self._worker: Any = None
@@ -79,14 +97,32 @@ class Job(JobActionsMixin, FlowJobMixin):
     # -- (de)serialization -------------------------------------------------
     @classmethod
     def from_hash(cls, queue: "QueueLike", job_id: str, fields: Mapping[str, str]) -> "Job":
-        job = cls(queue, job_id, fields.get("name", ""), loads(fields.get("data"), {}),
-                  loads(fields.get("opts"), {}), _int(fields.get("timestamp"), 0))
+        """The job a hash holds. A hash that cannot be decoded still gives a Job, with
+        ``problem`` naming the first bad field (a worker fails such a job at once)."""
+        problems: List[str] = []
+        missing = [f for f in REQUIRED_FIELDS if f not in fields]
+        if missing:
+            problems.append(f"the job hash has no {', '.join(missing)} field")
+        if _int(fields.get("timestamp"), None) is None and fields.get("timestamp"):
+            problems.append(f"timestamp is not a number: {fields['timestamp']!r:.40}")
+        data = _json_field(fields, "data", {}, problems)
+        opts = _json_field(fields, "opts", {}, problems)
+        opts_problem = options.stored_problem(opts)
+        if opts_problem:
+            problems.append(opts_problem)
+            opts = {}
+        job = cls(queue, job_id, fields.get("name", ""), data, opts,
+                  _int(fields.get("timestamp"), 0))
         job.delay = _int(fields.get("delay"), 0) or 0
         job.priority = _int(fields.get("priority"), 0) or 0
         job.progress = loads(fields.get("progress"), 0)
         job.returnvalue = loads(fields.get("returnvalue"))
         job.failed_reason = fields.get("failedReason")
-        job.stacktrace = loads(fields.get("stacktrace"), []) or []
+        stack = _json_field(fields, "stacktrace", [], problems)
+        if not isinstance(stack, list) or not all(isinstance(s, str) for s in stack):
+            problems.append(f"stacktrace is not a JSON list of strings: {stack!r:.80}")
+            stack = []
+        job.stacktrace = stack
         job.attempts_made = _int(fields.get("atm") or fields.get("attemptsMade"), 0) or 0
         job.attempts_started = _int(fields.get("ats"), 0) or 0
         job.stalled_counter = _int(fields.get("stc"), 0) or 0
@@ -94,10 +130,11 @@ class Job(JobActionsMixin, FlowJobMixin):
         job.finished_on = _int(fields.get("finishedOn"))
         job.processed_by = fields.get("pb")
         job.parent_key = fields.get("parentKey")
-        job.parent = loads(fields.get("parent"))
+        job.parent = _json_field(fields, "parent", None, problems)
         job.repeat_job_key = fields.get("rjk")
         job.deduplication_id = fields.get("deid")
         job.deferred_failure = fields.get("defa")
+        job.problem = "; ".join(problems) or None
         return job
 
     def to_dict(self) -> Dict[str, Any]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
 
 from croniter import croniter  # type: ignore[import-untyped]
 
+from . import _validate as check
 from . import errors
 from . import options as job_options
 from ._util import Seconds, dumps, loads, now_ms, to_seconds
@@ -92,13 +93,18 @@ def _six_fields(pattern: str) -> bool:
 def validate_pattern(pattern: Any) -> str:
     """A cron pattern of 5 fields, or 6 with seconds first (as BullMQ's cron-parser reads it)."""
     if not isinstance(pattern, str) or not pattern.strip():
-        raise ValueError(f"pattern must be a cron string, not {pattern!r}")
+        raise errors.InvalidArgument(f"pattern must be a cron string, not {pattern!r}")
     count = len(pattern.split())
     if count not in (5, 6):
-        raise ValueError(f"cron pattern {pattern!r} must have 5 fields (or 6, seconds first), "
-                         f"not {count}")
-    if not croniter.is_valid(pattern, second_at_beginning=count == 6):
-        raise ValueError(f"invalid cron pattern {pattern!r}")
+        raise errors.InvalidArgument(
+            f"cron pattern {pattern!r} must have 5 fields (or 6, seconds first), "
+            f"not {count}")
+    try:
+        valid = croniter.is_valid(pattern, second_at_beginning=count == 6)
+    except Exception:  # noqa: BLE001 - croniter may raise on odd text
+        valid = False
+    if not valid:
+        raise errors.InvalidArgument(f"invalid cron pattern {pattern!r}")
     return pattern
 
 
@@ -108,8 +114,8 @@ def _zone(tz: Optional[str]) -> Any:
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
     try:
         return ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(f"unknown time zone {tz!r}") from exc
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
+        raise errors.InvalidArgument(f"unknown time zone {tz!r}") from exc
 
 
 def cron_next_millis(pattern: str, after_ms: int, *, tz: Optional[str] = None,
@@ -126,7 +132,7 @@ def cron_next_millis(pattern: str, after_ms: int, *, tz: Optional[str] = None,
         following = croniter(pattern, start, second_at_beginning=_six_fields(pattern))
         nxt = following.get_next(datetime)
     except (ValueError, KeyError) as exc:  # croniter errors are ValueErrors
-        raise ValueError(f"cron pattern {pattern!r} has no next run: {exc}") from exc
+        raise errors.InvalidArgument(f"cron pattern {pattern!r} has no next run: {exc}") from exc
     millis = int(round(nxt.timestamp() * 1000))
     if end_date is not None and millis > int(end_date):
         return None
@@ -140,41 +146,44 @@ def _date_ms(value: Optional[DateLike], name: str) -> Optional[int]:
     if value is None:
         return None
     if isinstance(value, datetime):
-        return int(round(value.timestamp() * 1000))
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ValueError(f"{name} must be a datetime or ms since the epoch, not {value!r}")
-    return int(value)
+        try:
+            return int(round(value.timestamp() * 1000))
+        except (OverflowError, ValueError, OSError) as exc:
+            check.bad_value(name, value, f"is not a usable date ({exc})")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        check.bad_type(name, value, "a datetime or ms since the epoch")
+    return int(check.number(value, name, minimum=0, maximum=check.MAX_INT))
 
 
 def _every_ms(every: Seconds) -> int:
     try:
         seconds = to_seconds(every, "every", allow_none=False)
     except ValueError as exc:
-        raise ValueError(f"every must be a number of seconds > 0 or a timedelta: {exc}") from None
+        raise errors.InvalidArgument(
+            f"every must be a number of seconds > 0 or a timedelta: {exc}") from None
     ms = int(round(float(seconds) * 1000))  # type: ignore[arg-type]
     if ms <= 0:
-        raise ValueError(f"every must be > 0 seconds (at least 1 ms), got {every!r}")
+        raise errors.InvalidArgument(f"every must be > 0 seconds (at least 1 ms), got {every!r}")
     return ms
 
 
 def _template(scheduler_id: str, template: Optional[Mapping[str, Any]],
               defaults: Mapping[str, Any]) -> "tuple[str, str, Dict[str, Any]]":
     """(name, data JSON text, encoded opts) of the jobs a scheduler makes."""
-    template = dict(template or {})
-    unknown = set(template) - _TEMPLATE_KEYS
-    if unknown:
-        raise ValueError(f"template takes name, data and opts; unknown: {', '.join(sorted(unknown))}")
+    template = check.mapping(template, "template")
+    check.known_keys(template, _TEMPLATE_KEYS, "template")
     name = template.get("name", scheduler_id)
     if not isinstance(name, str) or not name:
-        raise ValueError(f"template name must be a non-empty string, not {name!r}")
+        raise errors.InvalidArgument(f"template name must be a non-empty string, not {name!r}")
     data = template.get("data")
     data_text = dumps({} if data is None else data, f"data of job scheduler {scheduler_id!r}")
-    raw_opts = dict(template.get("opts") or {})
+    raw_opts = check.mapping(template.get("opts"), "template.opts")
+    check.known_keys(raw_opts, job_options.KNOWN, "template.opts")
     for key, why in _REFUSED_TEMPLATE_OPTS.items():
         if raw_opts.get(key) is not None:
-            raise ValueError(f"template opts may not set {key!r}: {why}")
+            raise errors.InvalidArgument(f"template opts may not set {key!r}: {why}")
     merged = job_options.merge(defaults, raw_opts)
-    opts = job_options.encode(merged)
+    opts = job_options.encode(merged, arg="template.opts")
     if merged.get("attempts") is None:
         opts.pop("attempts", None)  # stored as BullMQ stores an unset option: absent
     return name, data_text, opts
@@ -192,9 +201,10 @@ def upsert(queue: "Queue", scheduler_id: str, *, every: Optional[Seconds] = None
     from .job import Job
 
     if not isinstance(scheduler_id, str) or not scheduler_id:
-        raise ValueError(f"scheduler_id must be a non-empty string, not {scheduler_id!r}")
+        raise errors.InvalidArgument(
+            f"scheduler_id must be a non-empty string, not {scheduler_id!r}")
     if (every is None) == (pattern is None):
-        raise ValueError("give exactly one of every (seconds) or pattern (cron)")
+        raise errors.InvalidArgument("give exactly one of every (seconds) or pattern (cron)")
     fields: Dict[str, Any] = {}
     repeat: Dict[str, Any] = {}
     if every is not None:
@@ -202,24 +212,22 @@ def upsert(queue: "Queue", scheduler_id: str, *, every: Optional[Seconds] = None
     else:
         fields["pattern"] = repeat["pattern"] = validate_pattern(pattern)
     if tz is not None:
-        if not isinstance(tz, str):
-            raise ValueError(f"tz must be a time zone name, not {tz!r}")
+        check.string(tz, "tz")
         _zone(tz)
         fields["tz"] = repeat["tz"] = tz
     start_ms = _date_ms(start_date, "start_date")
     end_ms = _date_ms(end_date, "end_date")
     now = now_ms()
     if end_ms is not None and end_ms < now:
-        raise ValueError("end_date must be in the future")
+        raise errors.InvalidArgument("end_date must be in the future")
     if start_ms is not None and end_ms is not None and end_ms < start_ms:
-        raise ValueError("end_date must not be before start_date")
+        raise errors.InvalidArgument("end_date must not be before start_date")
     if start_ms is not None:
         fields["startDate"] = repeat["startDate"] = start_ms
     if end_ms is not None:
         fields["endDate"] = repeat["endDate"] = end_ms
     if limit is not None:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"limit must be an integer >= 1, not {limit!r}")
+        check.integer(limit, "limit", minimum=1)
         fields["limit"] = repeat["limit"] = limit
     name, data_text, template_opts = _template(scheduler_id, template,
                                                getattr(queue, "default_job_options", {}))
@@ -253,6 +261,7 @@ def upsert(queue: "Queue", scheduler_id: str, *, every: Optional[Seconds] = None
 
 
 def get(queue: "Queue", scheduler_id: str) -> Optional[JobSchedulerInfo]:
+    check.string(scheduler_id, "scheduler_id")
     pipe = queue.client.pipeline(transaction=True)
     pipe.zscore(queue.keys.repeat, scheduler_id)
     pipe.hgetall(f"{queue.keys.repeat}:{scheduler_id}")
@@ -264,6 +273,9 @@ def get(queue: "Queue", scheduler_id: str) -> Optional[JobSchedulerInfo]:
 
 def list_all(queue: "Queue", start: int = 0, end: int = -1,
              asc: bool = False) -> List[JobSchedulerInfo]:
+    check.integer(start, "start")
+    check.integer(end, "end")
+    check.boolean(asc, "asc")
     repeat = queue.keys.repeat
     if asc:
         entries = queue.client.zrange(repeat, start, end, withscores=True)
@@ -280,6 +292,7 @@ def list_all(queue: "Queue", start: int = 0, end: int = -1,
 
 
 def remove(queue: "Queue", scheduler_id: str) -> bool:
+    check.string(scheduler_id, "scheduler_id")
     k = queue.keys
     return bool(queue.scripts.run("removeJobScheduler", [k.repeat, k.events],
                                   [k.base, scheduler_id]))

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from . import _validate
+
 SUFFIXES = (
     "wait", "active", "paused", "prioritized", "pc", "delayed", "marker",
     "completed", "failed", "waiting-children", "stalled", "stalled-check",
@@ -19,10 +21,8 @@ class QueueKeys:
     name: str
 
     def __post_init__(self) -> None:
-        if not self.name:
-            raise ValueError("queue name must be a non-empty string")
-        if not self.prefix:
-            raise ValueError("prefix must be a non-empty string")
+        _validate.name(self.name, "name")
+        _validate.string(self.prefix, "prefix")
         base = f"{self.prefix}:{self.name}:"
         for suffix in SUFFIXES:   # plain attributes: read on every job
             object.__setattr__(self, suffix.replace("-", "_"), base + suffix)

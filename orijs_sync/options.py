@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional
 
+from . import _validate as check
 from ._util import to_ms
 
-MAX_PRIORITY = 2 ** 21
+MAX_PRIORITY = check.MAX_PRIORITY
 
 # Python keyword -> stored name
 _SHORT = {
@@ -22,13 +23,13 @@ _SHORT = {
     "keep_logs": "kl",
 }
 _CAMEL = {
-    "job_id": "jobId",
     "remove_on_complete": "removeOnComplete",
     "remove_on_fail": "removeOnFail",
-    "stack_trace_limit": "stackTraceLimit",
-    "size_limit": "sizeLimit",
 }
 BACKOFF_TYPES = {"fixed", "exponential"}
+BACKOFF_KEYS = {"type", "delay", "jitter"}
+KEEP_KEYS = {"age", "count", "limit"}
+DEDUPLICATION_KEYS = {"id", "ttl", "extend", "replace"}
 
 KNOWN = {"delay", "priority", "lifo", "attempts", "backoff", "job_id", "deduplication",
          "remove_on_complete", "remove_on_fail", "timestamp", "fail_parent_on_failure",
@@ -41,16 +42,13 @@ def validate_job_id(job_id: Any, name: str = "job_id") -> Optional[str]:
     ``name`` is the option that becomes the id (for the error message)."""
     if job_id is None:
         return None
-    if not isinstance(job_id, str):
-        raise ValueError(f"{name} must be a string, not {type(job_id).__name__}")
-    if job_id == "":
-        raise ValueError(f"{name} must not be empty")
+    check.string(job_id, name)
     if ":" in job_id:
-        raise ValueError(f"{name} {job_id!r} must not contain ':' (it becomes a BullMQ job id, "
-                         "where ':' is a separator)")
+        check.bad_value(name, job_id, "must not contain ':' (it becomes a BullMQ job id, "
+                                      "where ':' is a separator)")
     if job_id.lstrip("-").isdigit():
-        raise ValueError(f"{name} {job_id!r} must not be an integer: BullMQ keeps integer "
-                         "job ids for the ids it generates")
+        check.bad_value(name, job_id, "must not be an integer: BullMQ keeps integer job ids "
+                                      "for the ids it generates")
     return job_id
 
 
@@ -59,27 +57,20 @@ def _keep(value: Any, name: str) -> Any:
     if isinstance(value, bool):
         return value
     if isinstance(value, int):
-        if value < 0:
-            raise ValueError(f"{name} must be >= 0, got {value}")
-        return value
-    if isinstance(value, Mapping):
-        unknown = set(value) - {"age", "count", "limit"}
-        if unknown or not value:
-            raise ValueError(f"{name} takes {{'age': seconds, 'count': n}}, got {dict(value)!r}")
-        out: Dict[str, Any] = {}
-        if "age" in value:
-            age = value["age"]
-            if isinstance(age, bool) or not isinstance(age, (int, float)) or age < 0:
-                raise ValueError(f"{name}['age'] must be a number of seconds >= 0, got {age!r}")
-            out["age"] = age
-        for key in ("count", "limit"):
-            if key in value:
-                n = value[key]
-                if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-                    raise ValueError(f"{name}[{key!r}] must be an integer >= 0, got {n!r}")
-                out[key] = n
-        return out
-    raise ValueError(f"{name} must be a bool, an int or a dict with age/count, not {value!r}")
+        return check.integer(value, name, minimum=0)
+    if not isinstance(value, Mapping):
+        check.bad_type(name, value, "a bool, an int or a dict with age/count")
+    check.known_keys(value, KEEP_KEYS, name)
+    if not value:
+        check.bad_value(name, value, "takes {'age': seconds, 'count': n}")
+    out: Dict[str, Any] = {}
+    if "age" in value:
+        out["age"] = check.number(value["age"], f"{name}.age", minimum=0,
+                                  maximum=check.MAX_SECONDS)
+    for key in ("count", "limit"):
+        if key in value:
+            out[key] = check.integer(value[key], f"{name}.{key}", minimum=0)
+    return out
 
 
 def keep_jobs(value: Any) -> Dict[str, Any]:
@@ -93,99 +84,93 @@ def keep_jobs(value: Any) -> Dict[str, Any]:
     return dict(value)
 
 
-def _backoff(value: Any) -> Any:
+def _backoff(value: Any, name: str = "backoff") -> Any:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if value < 0:
-            raise ValueError(f"backoff must be >= 0 seconds, got {value}")
-        return {"type": "fixed", "delay": int(round(value * 1000))}
-    if not isinstance(value, Mapping) or "type" not in value:
-        raise ValueError(f"backoff must be {{'type': 'fixed'|'exponential'|<custom>, 'delay': s}}, "
-                         f"got {value!r}")
-    kind = value["type"]
-    if not isinstance(kind, str) or not kind:
-        raise ValueError(f"backoff type must be a non-empty string, got {kind!r}")
+        return {"type": "fixed", "delay": to_ms(value, name)}
+    if not isinstance(value, Mapping):
+        check.bad_type(name, value, "seconds or {'type': 'fixed'|'exponential'|<custom>, "
+                                    "'delay': seconds}")
+    check.known_keys(value, BACKOFF_KEYS, name)
+    if "type" not in value:
+        check.bad_value(name, dict(value), "needs a 'type' ('fixed', 'exponential' or custom)")
+    kind = check.string(value["type"], f"{name}.type")
     out: Dict[str, Any] = {"type": kind}
-    if "delay" in value:
-        out["delay"] = to_ms(value["delay"], "backoff delay")
+    if value.get("delay") is not None:
+        out["delay"] = to_ms(value["delay"], f"{name}.delay")
     elif kind in BACKOFF_TYPES:
-        raise ValueError(f"backoff of type {kind!r} needs a 'delay' in seconds")
-    for extra in ("jitter",):
-        if extra in value:
-            out[extra] = value[extra]
+        check.bad_value(name, dict(value), f"of type {kind!r} needs a 'delay' in seconds")
+    if value.get("jitter") is not None:
+        out["jitter"] = check.number(value["jitter"], f"{name}.jitter", minimum=0, maximum=1)
     return out
 
 
 def _priority(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"priority must be an integer, got {value!r}")
-    if not 0 <= value <= MAX_PRIORITY:
-        raise ValueError(f"priority must be between 0 and {MAX_PRIORITY}, got {value}")
-    return value
+    return check.integer(value, "priority", minimum=0, maximum=MAX_PRIORITY)
 
 
 def _attempts(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"attempts must be an integer >= 1, got {value!r}")
-    return value
+    return check.integer(value, "attempts", minimum=1)
 
 
-def _deduplication(value: Any) -> Dict[str, Any]:
-    if not isinstance(value, Mapping) or not isinstance(value.get("id"), str) or not value["id"]:
-        raise ValueError(f"deduplication must be {{'id': str, 'ttl': seconds}}, got {value!r}")
-    out: Dict[str, Any] = {"id": value["id"]}
+def _deduplication(value: Any, name: str = "deduplication") -> Dict[str, Any]:
+    if not isinstance(value, Mapping):
+        check.bad_type(name, value, "a dict {'id': str, 'ttl': seconds}")
+    check.known_keys(value, DEDUPLICATION_KEYS, name)
+    out: Dict[str, Any] = {"id": check.string(value.get("id"), f"{name}.id")}
     if value.get("ttl") is not None:
-        out["ttl"] = to_ms(value["ttl"], "deduplication ttl")
+        out["ttl"] = to_ms(value["ttl"], f"{name}.ttl")
+    for flag in ("extend", "replace"):
+        if value.get(flag) is not None:
+            out[flag] = check.boolean(value[flag], f"{name}.{flag}")
     return out
 
 
-def encode(options: Mapping[str, Any], *, known_backoffs: Optional[set] = None) -> Dict[str, Any]:
-    """Validate Python job options and return BullMQ's stored opts dict."""
-    unknown = set(options) - KNOWN
-    if unknown:
-        raise ValueError(f"unknown job option(s): {', '.join(sorted(unknown))}")
+def _flag(value: Any, name: str) -> bool:
+    return check.boolean(value, name)
+
+
+def _encode_one(name: str, value: Any, opts: Dict[str, Any]) -> None:
+    if name == "delay":
+        ms = to_ms(value, "delay")
+        if ms:
+            opts["delay"] = ms
+    elif name == "priority":
+        if _priority(value):
+            opts["priority"] = value
+    elif name == "attempts":
+        opts["attempts"] = _attempts(value)
+    elif name == "backoff":
+        opts["backoff"] = _backoff(value)
+    elif name == "job_id":
+        opts["jobId"] = validate_job_id(value)
+    elif name == "deduplication":
+        opts["de"] = _deduplication(value)
+    elif name in _CAMEL:
+        kept = _keep(value, name)
+        if kept is not False:
+            opts[_CAMEL[name]] = kept
+    elif name == "timestamp":
+        opts["timestamp"] = int(check.number(value, "timestamp", minimum=0,
+                                             maximum=check.MAX_INT))
+    elif name == "keep_logs":
+        opts["kl"] = check.integer(value, "keep_logs", minimum=0)
+    elif name == "stack_trace_limit":
+        opts["stackTraceLimit"] = check.integer(value, "stack_trace_limit", minimum=0)
+    elif name == "parent":
+        opts["parent"] = value
+    elif _flag(value, name):       # lifo and the parent flags
+        opts[_SHORT.get(name, name)] = True
+
+
+def encode(options: Mapping[str, Any], *, arg: str = "job options") -> Dict[str, Any]:
+    """Validate Python job options and return BullMQ's stored opts dict. ``arg`` names
+    the options in error messages (``default_job_options``, ``jobs[2].opts``...)."""
+    options = check.mapping(options, arg)
+    check.known_keys(options, KNOWN, arg)
     opts: Dict[str, Any] = {}
     for name, value in options.items():
-        if value is None:
-            continue
-        if name == "delay":
-            ms = to_ms(value, "delay")
-            if ms:
-                opts["delay"] = ms
-        elif name == "priority":
-            if _priority(value):
-                opts["priority"] = value
-        elif name == "attempts":
-            opts["attempts"] = _attempts(value)
-        elif name == "backoff":
-            opts["backoff"] = _backoff(value)
-        elif name == "job_id":
-            opts["jobId"] = validate_job_id(value)
-        elif name == "deduplication":
-            opts["de"] = _deduplication(value)
-        elif name in ("remove_on_complete", "remove_on_fail"):
-            kept = _keep(value, name)
-            if kept is not False:
-                opts[_CAMEL[name]] = kept
-        elif name == "timestamp":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ValueError(f"timestamp must be a number of ms since the epoch, got {value!r}")
-            opts["timestamp"] = int(value)
-        elif name == "lifo":
-            if value:
-                opts["lifo"] = True
-        elif name in _SHORT:
-            if name == "keep_logs":
-                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                    raise ValueError(f"keep_logs must be an integer >= 0, got {value!r}")
-                opts["kl"] = value
-            elif value:
-                opts[_SHORT[name]] = True
-        elif name == "stack_trace_limit":
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"stack_trace_limit must be an integer >= 0, got {value!r}")
-            opts["stackTraceLimit"] = value
-        elif name == "parent":
-            opts["parent"] = value
+        if value is not None:
+            _encode_one(name, value, opts)
     opts.setdefault("attempts", 1)
     return opts
 
@@ -195,3 +180,48 @@ def merge(defaults: Optional[Mapping[str, Any]], options: Mapping[str, Any]) -> 
     merged = dict(defaults or {})
     merged.update({k: v for k, v in options.items() if v is not None})
     return merged
+
+
+def _is_int(value: Any) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, float) and value.is_integer())
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and value == value and abs(value) != float("inf")
+
+
+def _stored_keep(value: Any) -> bool:
+    if isinstance(value, bool) or _is_int(value):
+        return True
+    return isinstance(value, dict) and all(_is_number(v) for v in value.values())
+
+
+def _stored_backoff(value: Any) -> bool:
+    if _is_number(value):
+        return True
+    return isinstance(value, dict) and isinstance(value.get("type"), str) and all(
+        _is_number(value[k]) for k in ("delay", "jitter") if value.get(k) is not None)
+
+
+# What a worker reads from a stored opts object: field -> (check, what it must be).
+_STORED = {
+    "attempts": (_is_int, "an integer"), "delay": (_is_number, "a number"),
+    "priority": (_is_int, "an integer"), "stackTraceLimit": (_is_int, "an integer"),
+    "kl": (_is_int, "an integer"), "lifo": (lambda v: isinstance(v, bool), "a boolean"),
+    "backoff": (_stored_backoff, "a number or {type, delay}"),
+    "removeOnComplete": (_stored_keep, "a bool, an integer or {age, count}"),
+    "removeOnFail": (_stored_keep, "a bool, an integer or {age, count}"),
+}
+
+
+def stored_problem(opts: Any) -> Optional[str]:
+    """Why a job's stored ``opts`` (decoded JSON, written by anyone) cannot be used by a
+    worker, naming the field; None when it can."""
+    if not isinstance(opts, dict):
+        return f"opts is not a JSON object: {opts!r:.80}"
+    for key, (ok, what) in _STORED.items():
+        if opts.get(key) is not None and not ok(opts[key]):
+            return f"opts.{key} is not {what}: {opts[key]!r:.80}"
+    return None

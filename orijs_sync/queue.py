@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
+from . import _validate as check
 from . import errors
 from . import options as job_options
 from ._job_flow import attach_to_parent
@@ -17,6 +18,7 @@ from .scripts import Scripts
 
 log = logging.getLogger(__name__)
 
+BULK_KEYS = ("name", "data", "opts")
 COUNT_TYPES = ("waiting", "active", "completed", "failed", "delayed", "prioritized",
                "paused", "waiting-children")
 
@@ -28,7 +30,8 @@ class AddCall:
                  parent: Optional[Dict[str, Any]] = None, wait_children: bool = False,
                  repeat_job_key: Optional[str] = None) -> None:
         if not isinstance(name, str):
-            raise TypeError(f"job name must be a string, not {type(name).__name__}")
+            raise errors.InvalidArgumentType(
+                f"job name must be a string, not {type(name).__name__}")
         self.keys = keys
         self.name = name
         self.data = data
@@ -82,14 +85,13 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin):
 
     def __init__(self, name: str, connection: ConnectionLike = None, *, prefix: str = "bull",
                  default_job_options: Optional[Mapping[str, Any]] = None) -> None:
+        self.keys = QueueKeys(prefix, name)
         self.name = name
         self.prefix = prefix
-        self.keys = QueueKeys(prefix, name)
+        self.default_job_options = check.mapping(default_job_options, "default_job_options")
+        job_options.encode(self.default_job_options, arg="default_job_options")  # fail early
         self._use_connection(connection)
         self.scripts = Scripts(self.client)
-        self.default_job_options = dict(default_job_options or {})
-        if self.default_job_options:
-            job_options.encode(self.default_job_options)  # fail early on bad defaults
 
     def __repr__(self) -> str:
         return f"<Queue {self.keys.queue_key}>"
@@ -101,10 +103,14 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin):
                                  self.default_job_options))
 
     # -- adding ------------------------------------------------------------
-    def _add_call(self, name: str, data: Any, opts: Mapping[str, Any]) -> AddCall:
+    def _add_call(self, name: str, data: Any, opts: Any,
+                  arg: str = "job options") -> AddCall:
+        check.string(name, "name", non_empty=False)
+        opts = check.mapping(opts, arg)
+        check.known_keys(opts, job_options.KNOWN, arg)
         merged = job_options.merge(self.default_job_options, opts)
         parent = merged.pop("parent", None)      # a Job or {"id", "queue"}: add as its child
-        encoded = job_options.encode(merged)
+        encoded = job_options.encode(merged, arg=arg)
         stored_parent = attach_to_parent(parent, encoded) if parent is not None else None
         return AddCall(self.keys, name, data, encoded, parent=stored_parent)
 
@@ -116,11 +122,18 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin):
 
     def add_bulk(self, jobs: Iterable[Mapping[str, Any]]) -> List[Job]:
         """Add many jobs in one round trip (one atomic script call): ``[{"name", "data", "opts"}]``."""
+        if isinstance(jobs, (str, bytes, Mapping)) or not isinstance(jobs, Iterable):
+            check.bad_type("jobs", jobs, "a list of {'name', 'data', 'opts'} dicts")
         calls = []
         for i, spec in enumerate(jobs):
-            if not isinstance(spec, Mapping) or "name" not in spec:
-                raise ValueError(f"add_bulk item {i} must be a dict with 'name', 'data', 'opts'")
-            calls.append(self._add_call(spec["name"], spec.get("data", {}), spec.get("opts") or {}))
+            where = f"jobs[{i}]"
+            check.mapping(spec, where, allow_none=False)
+            check.known_keys(spec, BULK_KEYS, where)
+            if "name" not in spec:
+                check.bad_value(where, spec, "needs a 'name'")
+            data = spec.get("data")
+            calls.append(self._add_call(spec["name"], {} if data is None else data,
+                                        spec.get("opts"), f"{where}.opts"))
         if not calls:
             return []
         results = AddCall.run_batch(calls, self.scripts)
@@ -137,12 +150,16 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin):
 
     # -- reading -----------------------------------------------------------
     def get_job(self, job_id: str) -> Optional[Job]:
+        """The job as stored, or None. A hash that cannot be decoded (written by hand or
+        by another program) still comes back: ``job.problem`` says which field is bad."""
+        job_id = check.job_id(job_id)
         fields = self.client.hgetall(self.keys.job(job_id))
-        return Job.from_hash(self, str(job_id), fields) if fields else None
+        return Job.from_hash(self, job_id, fields) if fields else None
 
     def get_job_counts(self, *types: str) -> Dict[str, int]:
         """Counts per state; all of BullMQ's states when no type is named."""
-        wanted = types or COUNT_TYPES
+        wanted = tuple(check.one_of(t, COUNT_TYPES, "types", "job state")
+                       for t in types) or COUNT_TYPES
         pipe = self.client.pipeline(transaction=False)
         for kind in wanted:
             key = self.keys.key("wait" if kind == "waiting" else kind)
@@ -151,7 +168,8 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin):
             elif kind in COUNT_TYPES:
                 pipe.zcard(key)
             else:
-                raise ValueError(f"unknown job state {kind!r}; one of {', '.join(COUNT_TYPES)}")
+                raise errors.InvalidArgument(
+                    f"unknown job state {kind!r}; one of {', '.join(COUNT_TYPES)}")
         return dict(zip(wanted, (int(n) for n in pipe.execute())))
 
     def count(self) -> int:
@@ -162,7 +180,7 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin):
     def get_job_state(self, job_id: str) -> str:
         """One of completed, failed, delayed, active, waiting, prioritized,
         waiting-children, or unknown."""
-        return str(self.scripts.run("getState", [self.keys.base], [str(job_id)]))
+        return str(self.scripts.run("getState", [self.keys.base], [check.job_id(job_id)]))
 
 
 def _rebuild_queue(name: str, connection: Any, prefix: str,

@@ -11,16 +11,19 @@ import threading
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _fork, errors
-from ._futures import result_or_named_timeout, settle
+from . import _validate as check
+from ._futures import result_or_named_timeout, settle, wait_timeout
 from ._roles import Role
 from ._util import loads
 from .connection import ConnectionLike, as_connection
 from .keys import QueueKeys
 
 log = logging.getLogger(__name__)
+
+MAX_BLOCK = 3600.0   # longest XREAD BLOCK (its socket timeout is longer still)
 
 # The field each event carries as its "value" for on(event, fn(job_id, value)).
 _VALUE_FIELD = {"completed": "returnvalue", "failed": "failedReason", "progress": "data",
@@ -90,6 +93,18 @@ class QueueEvents:
     def __init__(self, names: Union[str, Sequence[str]], connection: ConnectionLike = None, *,
                  prefix: str = "bull", last_event_id: str = "$", block_timeout: float = 1.0,
                  recent_outcomes: int = 4096, autorun: bool = True) -> None:
+        queue_names = [names] if isinstance(names, str) else names
+        if isinstance(queue_names, Mapping) or not isinstance(queue_names, (list, tuple)):
+            check.bad_type("names", names, "a queue name or a list of queue names")
+        for name in queue_names:
+            QueueKeys(prefix, check.name(name, "names"))
+        check.string(last_event_id, "last_event_id")
+        block_timeout = check.seconds(block_timeout, "block_timeout", allow_none=False,
+                                      maximum=MAX_BLOCK)
+        if not block_timeout:
+            check.bad_value("block_timeout", block_timeout, "must be > 0 seconds")
+        check.integer(recent_outcomes, "recent_outcomes", minimum=1)
+        check.boolean(autorun, "autorun")
         self.prefix = prefix
         self.connection = as_connection(connection)
         self._owns_connection = self.connection is not connection
@@ -110,7 +125,7 @@ class QueueEvents:
         self._closed = False
         self._restart = False          # started before a fork: restart on first use
         _fork.track(self)
-        for name in [names] if isinstance(names, str) else list(names):
+        for name in queue_names:
             self.add_queue(name)
         if autorun:
             self.start()
@@ -138,7 +153,7 @@ class QueueEvents:
 
     def add_queue(self, name: str) -> None:
         """Watch one more queue; its events from now on are delivered."""
-        key = QueueKeys(self.prefix, name).events
+        key = QueueKeys(self.prefix, check.name(name, "name")).events
         self.resume_after_fork()
         with self._lock:
             if key in self._streams:
@@ -166,6 +181,8 @@ class QueueEvents:
     def on(self, event: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn(job_id, value)``: value is the parsed ``returnvalue`` for completed, the
         ``failedReason`` for failed, the ``data`` for progress, and so on."""
+        check.string(event, "event")
+        check.function(fn, "fn")
         self.resume_after_fork()
         with self._lock:
             self._listeners.setdefault(event, []).append(fn)
@@ -178,6 +195,7 @@ class QueueEvents:
 
     def on_event(self, fn: Callable[[QueueEvent], Any]) -> Callable[[QueueEvent], Any]:
         """``fn(event)`` for every event of every watched queue (a :class:`QueueEvent`)."""
+        check.function(fn, "fn")
         self.resume_after_fork()
         with self._lock:
             self._raw_listeners.append(fn)
@@ -222,6 +240,7 @@ class QueueEvents:
     def wait_for_job(self, queue: Any, job_id: str, timeout: Optional[float] = None) -> Any:
         """The job's return value once it completes; raises ``JobFailed`` if it fails,
         ``errors.TimeoutError`` after ``timeout`` seconds."""
+        timeout = wait_timeout(timeout)
         fut = self.job_future(queue, job_id)
         try:
             return result_or_named_timeout(fut, timeout, f"queue {queue.name!r}", str(job_id))
@@ -232,8 +251,11 @@ class QueueEvents:
         """A future settled when the job finishes (already settled if it has)."""
         if self._closed:
             raise errors.ShutdownError("QueueEvents is closed")
+        if not all(hasattr(queue, a) for a in ("name", "keys", "client", "get_job_state")):
+            check.bad_type("queue", queue, "a Queue")
+        job_id = check.job_id(job_id)
         if queue.name not in self.queues:
-            raise ValueError(f"QueueEvents does not watch queue {queue.name!r}")
+            raise errors.InvalidArgument(f"QueueEvents does not watch queue {queue.name!r}")
         self.resume_after_fork()
         fut: "Future[Any]" = Future()
         with self._lock:

@@ -13,10 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from . import _fork, errors
+from . import _validate as check
 from . import options as job_options
+from ._futures import wait_timeout
 from ._processing import BackoffStrategy, JobRunner, Outcome
 from ._roles import Periodic, Role
-from ._util import Seconds, dumps, now_ms, to_seconds
+from ._util import Seconds, dumps, now_ms
 from .connection import ConnectionLike, as_connection
 from .job import Job
 from .keys import QueueKeys
@@ -25,6 +27,7 @@ from .queue import Queue
 log = logging.getLogger(__name__)
 
 Processor = Callable[[Job], Any]
+MAX_BLOCK = 3600.0   # longest block on the marker key
 LISTENER_EVENTS = ("active", "completed", "failed", "error", "stalled", "drained", "closed")
 
 
@@ -148,31 +151,27 @@ class Worker:
                  backoff_strategies: Optional[Dict[str, BackoffStrategy]] = None,
                  worker_name: Optional[str] = None, autorun: bool = False,
                  skip_stalled_check: bool = False) -> None:
-        if not callable(processor):
-            raise TypeError("processor must be callable: processor(job) -> result")
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}")
-        if isinstance(max_stalled_count, bool) or not isinstance(max_stalled_count, int) \
-                or max_stalled_count < 0:
-            raise ValueError(f"max_stalled_count must be an integer >= 0, got {max_stalled_count!r}")
+        check.function(processor, "processor")
+        self.keys = QueueKeys(prefix, name)
         self.name = name
         self.processor = processor
-        self.concurrency = concurrency
-        self.keys = QueueKeys(prefix, name)
-        self.lock_duration_ms = int(to_seconds(lock_duration, "lock_duration") * 1000)  # type: ignore[operator]
-        if self.lock_duration_ms < 1:
-            raise ValueError("lock_duration must be > 0")
-        self.stalled_interval = float(to_seconds(stalled_interval, "stalled_interval"))  # type: ignore[arg-type]
-        self.max_stalled_count = max_stalled_count
-        self.drain_delay = float(to_seconds(drain_delay, "drain_delay"))  # type: ignore[arg-type]
+        self.concurrency = check.integer(concurrency, "concurrency", minimum=1, maximum=10_000)
+        self.max_stalled_count = check.integer(max_stalled_count, "max_stalled_count", minimum=0)
+        self.lock_duration_ms = self._positive_ms(lock_duration, "lock_duration")
+        self.stalled_interval = self._positive_ms(stalled_interval, "stalled_interval") / 1000.0
+        self.drain_delay = float(check.seconds(drain_delay, "drain_delay", allow_none=False,
+                                               maximum=MAX_BLOCK))
         self.limiter = self._limiter(limiter)
         self.remove_on_complete = job_options.encode(
             {"remove_on_complete": remove_on_complete}).get("removeOnComplete")
         self.remove_on_fail = job_options.encode(
             {"remove_on_fail": remove_on_fail}).get("removeOnFail")
-        self.backoff_strategies = dict(backoff_strategies or {})
-        self.worker_name = worker_name
-        self.skip_stalled_check = skip_stalled_check
+        self.backoff_strategies = check.mapping(backoff_strategies, "backoff_strategies")
+        for kind, fn in self.backoff_strategies.items():
+            check.function(fn, f"backoff_strategies[{kind!r}]")
+        self.worker_name = check.optional_string(worker_name, "worker_name")
+        self.skip_stalled_check = check.boolean(skip_stalled_check, "skip_stalled_check")
+        check.boolean(autorun, "autorun")
         self.id = uuid.uuid4().hex
         self.connection = as_connection(connection)
         self._owns_connection = self.connection is not connection
@@ -214,26 +213,30 @@ class Worker:
             self._forked_from = os.getppid()
 
     @staticmethod
+    def _positive_ms(value: Seconds, arg: str) -> int:
+        ms = int(check.seconds(value, arg, allow_none=False) * 1000)
+        if ms < 1:
+            check.bad_value(arg, value, "must be at least 1 ms")
+        return ms
+
+    @staticmethod
     def _limiter(limiter: Optional[Mapping[str, Any]]) -> Optional[Dict[str, int]]:
         if limiter is None:
             return None
-        try:
-            maximum = limiter["max"]
-            duration = to_seconds(limiter["duration"], "limiter duration")
-        except (KeyError, TypeError) as exc:
-            raise ValueError("limiter must be {'max': n, 'duration': seconds}") from exc
-        if isinstance(maximum, bool) or not isinstance(maximum, int) or maximum < 1:
-            raise ValueError(f"limiter max must be an integer >= 1, got {maximum!r}")
-        if not duration:
-            raise ValueError("limiter duration must be > 0 seconds")
-        return {"max": maximum, "duration": int(duration * 1000)}
+        limiter = check.mapping(limiter, "limiter")
+        check.known_keys(limiter, ("max", "duration"), "limiter")
+        if "max" not in limiter or "duration" not in limiter:
+            check.bad_value("limiter", limiter, "must be {'max': n, 'duration': seconds}")
+        maximum = check.integer(limiter["max"], "limiter.max", minimum=1)
+        return {"max": maximum,
+                "duration": Worker._positive_ms(limiter["duration"], "limiter.duration")}
 
     # -- listeners ---------------------------------------------------------
     def on(self, event: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Local listener: active(job), completed(job, result), failed(job, exc),
         error(exc), stalled(job_id), drained(), closed()."""
-        if event not in self._listeners:
-            raise ValueError(f"unknown worker event {event!r}; one of {', '.join(LISTENER_EVENTS)}")
+        check.one_of(event, LISTENER_EVENTS, "event", "worker event")
+        check.function(fn, "fn")
         self._listeners[event].append(fn)
         return fn
 
@@ -291,6 +294,7 @@ class Worker:
         """Stop fetching, let active jobs finish (up to ``timeout`` seconds), join every
         thread. Idempotent. Returns False if active jobs were still running at the timeout
         (their locks are no longer renewed: another worker takes them over when they stall)."""
+        timeout = wait_timeout(timeout)
         with self._cv:
             if self._state in ("closing", "closed"):
                 state = self._state
@@ -358,6 +362,8 @@ class Worker:
     # -- local pause -------------------------------------------------------
     def pause(self, wait: bool = True, timeout: Optional[float] = None) -> None:
         """Stop taking new jobs in this worker; with ``wait``, until active jobs finish."""
+        check.boolean(wait, "wait")
+        timeout = wait_timeout(timeout)
         with self._cv:
             self._paused = True
         if wait:
@@ -405,7 +411,12 @@ class Worker:
                                        self.connection.address)
 
     def _job_from_reply(self, fields: List[str], job_id: str, token: str) -> Job:
-        job = Job.from_hash(self.queue, str(job_id), dict(zip(fields[::2], fields[1::2])))
+        raw = dict(zip(fields[::2], fields[1::2]))
+        try:
+            job = Job.from_hash(self.queue, str(job_id), raw)
+        except Exception as exc:  # noqa: BLE001 - a poison hash fails its job only
+            job = Job(self.queue, str(job_id), str(raw.get("name", "")), None)
+            job.problem = f"the job hash cannot be read: {exc}"
         job.token = token
         job._worker = self
         return job
@@ -515,7 +526,7 @@ class Worker:
         if self.limiter is None:
             raise errors.InvalidStateError("rate_limit() needs a worker created with "
                                            "limiter={'max': n, 'duration': seconds}")
-        ms = int(float(to_seconds(seconds, "seconds", allow_none=False)) * 1000)  # type: ignore[arg-type]
+        ms = int(check.seconds(seconds, "seconds", allow_none=False) * 1000)
         if ms > 0:
             self.client.set(self.keys.limiter, 9007199254740991, px=ms)
 

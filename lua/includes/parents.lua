@@ -45,7 +45,10 @@ end
 -- A child failed for good: apply its parent option (fpof, cpof, idof, rdof).
 local function onChildFailed(rawParent, childKey, failedReason, timestamp)
   if not rawParent then return end
-  local parent = cjson.decode(rawParent)
+  -- A parent field written by hand may not be JSON: the child still fails.
+  local ok, parent = pcall(cjson.decode, rawParent)
+  if not ok or type(parent) ~= "table" or type(parent["queueKey"]) ~= "string"
+     or parent["id"] == nil then return end
   local parentQk = parent["queueKey"] .. ":"
   local parentId = parent["id"]
   local parentKey = parentQk .. parentId

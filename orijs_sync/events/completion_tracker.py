@@ -164,7 +164,7 @@ class CompletionTracker:
             self._check_running()
             by_corr = self._pending.setdefault(queue_name, {})
             if correlation_id in by_corr:
-                raise ValueError(f"correlation id {correlation_id!r} is already registered")
+                raise errors.InvalidArgument(f"correlation id {correlation_id!r} is already registered")
             pending = PendingCompletion(on_success, on_error, on_cancel,
                                         label or f"queue {queue_name!r}")
             by_corr[correlation_id] = pending

@@ -13,6 +13,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
+from .. import _validate as check
 from .message import EventMessage
 
 __all__ = ["EventContext", "current_context", "current_meta", "propagation_context",
@@ -47,8 +48,7 @@ def current_meta() -> Dict[str, Any]:
 def propagation_context(meta: Mapping[str, Any], *,
                         causation_id: Optional[str] = None) -> Iterator[EventContext]:
     """Emits made inside the block carry ``meta`` (and ``causation_id`` if given)."""
-    if not isinstance(meta, Mapping):
-        raise TypeError(f"meta must be a dict, not {type(meta).__name__}")
+    meta = check.mapping(meta, "meta", allow_none=False)
     token = _current.set(EventContext(meta=dict(meta), event_id=causation_id))
     try:
         yield _current.get()  # type: ignore[misc]
@@ -76,4 +76,4 @@ def resolve(meta: Optional[Mapping[str, Any]],
         meta = ctx.meta if ctx is not None else {}
     if causation_id is None and ctx is not None:
         causation_id = ctx.event_id
-    return dict(meta), causation_id
+    return check.mapping(meta, "meta"), causation_id

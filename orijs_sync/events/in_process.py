@@ -17,10 +17,11 @@ from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
 
+from .. import _validate as check
 from .. import errors
 from .._futures import no_result
 from .._timer import Timer, TimerHandle
-from .._util import Seconds, dumps, to_seconds
+from .._util import Seconds, dumps, run_logged, to_seconds
 from . import context
 from .completion_tracker import DEFAULT_TIMEOUT
 from .message import EventMessage, validate_event_name
@@ -30,6 +31,8 @@ from .queue_manager import (
     QueueMetrics,
     RetryOptions,
     call_metric,
+    check_default_job_options,
+    check_worker_options,
     merge_job_options,
 )
 from .scheduled import ScheduleInfo, validate_schedule
@@ -86,13 +89,13 @@ class InProcessEventProvider:
                  logger: Optional[logging.Logger] = None) -> None:
         self.default_timeout: float = to_seconds(default_timeout, "default_timeout",
                                                 allow_none=False) or 0.0
-        self.default_job_options = dict(default_job_options or {})
-        self.concurrency = int(dict(default_worker_options or {}).get(
+        self._retry = RetryOptions()
+        self.default_job_options = check_default_job_options(self._retry, default_job_options)
+        self.concurrency = int(check_worker_options(default_worker_options).get(
             "concurrency", DEFAULT_CONCURRENCY))
         self.metrics = metrics
-        self.max_finished_jobs = max_finished_jobs
+        self.max_finished_jobs = check.integer(max_finished_jobs, "max_finished_jobs", minimum=0)
         self._log = logger or log
-        self._retry = RetryOptions()
         self._timer = Timer("orijs-inprocess-timer")
         self._lock = threading.Lock()   # guards every map below and _state
         self._handlers: Dict[str, Tuple[EventHandler, ThreadPoolExecutor]] = {}
@@ -153,16 +156,18 @@ class InProcessEventProvider:
     def subscribe(self, event_name: str, handler: EventHandler) -> None:
         validate_event_name(event_name)
         if not callable(handler):
-            raise TypeError("handler must be callable: handler(message) -> result")
+            raise errors.InvalidArgumentType(
+                "handler must be callable: handler(message) -> result")
         with self._lock:
             self._check_started()
             if event_name in self._handlers:
-                raise ValueError(f"{event_name!r} already has a subscriber in this provider")
+                raise errors.InvalidArgument(
+                    f"{event_name!r} already has a subscriber in this provider")
             executor = ThreadPoolExecutor(self.concurrency,
                                           thread_name_prefix=f"orijs-inprocess-{event_name}")
             self._handlers[event_name] = (handler, executor)
             for job in self._waiting.pop(event_name, ()):
-                executor.submit(self._run, job)
+                executor.submit(run_logged, log, self._run, job)
 
     # -- emit --------------------------------------------------------------
     def emit(self, event_name: str, payload: Any = None,
@@ -170,6 +175,7 @@ class InProcessEventProvider:
              timeout: Optional[Seconds] = None, idempotency_key: Optional[str] = None,
              causation_id: Optional[str] = None,
              expects_result: bool = True) -> EventSubscription:
+        check.boolean(expects_result, "expects_result")
         meta, causation_id = context.resolve(meta, causation_id)
         message = EventMessage.create(event_name, payload, meta, causation_id=causation_id,
                                       idempotency_key=idempotency_key)
@@ -217,7 +223,7 @@ class InProcessEventProvider:
         job.timer = None
         entry = self._handlers.get(job.event_name)
         if entry is not None and self._state == "started":
-            entry[1].submit(self._run, job)
+            entry[1].submit(run_logged, log, self._run, job)
         else:
             self._waiting.setdefault(job.event_name, deque()).append(job)
 
@@ -292,6 +298,8 @@ class InProcessEventProvider:
     # -- cancel ------------------------------------------------------------
     def cancel(self, event_name: str, key: str) -> bool:
         """Remove a delayed or waiting event; False if unknown or already taken."""
+        validate_event_name(event_name)
+        check.job_id(key, "key")
         with self._lock:
             self._check_started()
             jobs = self._jobs.get(event_name, {})
@@ -365,6 +373,8 @@ class InProcessEventProvider:
         call_metric(self.metrics, "on_job_added", info.event_name, job_id)
 
     def unschedule_event(self, event_name: str, schedule_id: str) -> bool:
+        validate_event_name(event_name)
+        check.string(schedule_id, "schedule_id")
         with self._lock:
             self._check_started()
             entry = self._schedules.pop((event_name, schedule_id), None)

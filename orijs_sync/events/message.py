@@ -16,6 +16,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional
 
+from .. import _validate as check
+from .. import errors
 from .._util import dumps
 from ..options import validate_job_id
 
@@ -27,12 +29,8 @@ __all__ = ["EVENT_MESSAGE_VERSION", "EVENT_JOB_NAME", "EventMessage", "validate_
 
 
 def validate_event_name(event_name: Any) -> str:
-    if not isinstance(event_name, str) or not event_name.strip():
-        raise ValueError(f"event_name must be a non-empty string, got {event_name!r}")
-    if ":" in event_name:
-        raise ValueError(f"event_name {event_name!r} must not contain ':' "
-                         "(it becomes part of a Redis key)")
-    return event_name
+    """A non-empty string without ``:`` (it becomes part of a queue name)."""
+    return check.name(event_name, "event_name")
 
 
 def validate_idempotency_key(key: Any) -> Optional[str]:
@@ -44,10 +42,11 @@ def _json_object(value: Any, what: str) -> Dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise TypeError(f"{what} must be a JSON object (a dict), not {type(value).__name__}")
+        raise errors.InvalidArgumentType(
+            f"{what} must be a JSON object (a dict), not {type(value).__name__}")
     for key in value:
         if not isinstance(key, str):
-            raise TypeError(f"{what} keys must be strings, got {key!r}")
+            raise errors.InvalidArgumentType(f"{what} keys must be strings, got {key!r}")
     decoded: Dict[str, Any] = json.loads(dumps(dict(value), what))
     return decoded
 
@@ -75,7 +74,8 @@ class EventMessage:
         validate_event_name(event_name)
         validate_idempotency_key(idempotency_key)
         if causation_id is not None and not isinstance(causation_id, str):
-            raise TypeError(f"causation_id must be a string, not {type(causation_id).__name__}")
+            raise errors.InvalidArgumentType(
+                f"causation_id must be a string, not {type(causation_id).__name__}")
         dumps(payload, "payload")
         return cls(event_id=str(uuid.uuid4()), event_name=event_name, payload=payload,
                    correlation_id=str(uuid.uuid4()), timestamp=int(time.time() * 1000),
@@ -106,10 +106,12 @@ class EventMessage:
     def from_dict(cls, data: Mapping[str, Any]) -> "EventMessage":
         """Read an envelope written by either side; unknown keys are ignored."""
         if not isinstance(data, Mapping):
-            raise TypeError(f"an EventMessage is a JSON object, not {type(data).__name__}")
+            raise errors.InvalidArgumentType(
+                f"an EventMessage is a JSON object, not {type(data).__name__}")
         missing = [k for k in ("eventId", "eventName") if k not in data]
         if missing:
-            raise ValueError(f"not an EventMessage envelope: missing {', '.join(missing)}")
+            raise errors.InvalidArgument(
+                f"not an EventMessage envelope: missing {', '.join(missing)}")
         meta = data.get("meta")
         return cls(event_id=str(data["eventId"]), event_name=str(data["eventName"]),
                    payload=data.get("payload"),

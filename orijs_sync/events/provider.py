@@ -17,13 +17,14 @@ import threading
 from typing import Any, Callable, Dict, Mapping, Optional
 
 from .. import _fork, errors
+from .. import _validate as check
 from .._util import Seconds, to_seconds
 from ..job import Job
 from . import context
 from .completion_tracker import DEFAULT_TIMEOUT, CompletionTracker
 from .message import EVENT_JOB_NAME, EventMessage, validate_event_name
 from .queue_manager import QueueManager, QueueMetrics
-from .scheduled import ScheduledEventManager, ScheduleInfo
+from .scheduled import ScheduledEventManager, ScheduleInfo, validate_schedule
 from .subscription import EventSubscription
 
 log = logging.getLogger(__name__)
@@ -124,7 +125,8 @@ class BullMQEventProvider:
         is the emitter's result. Returns once the worker is ready."""
         validate_event_name(event_name)
         if not callable(handler):
-            raise TypeError("handler must be callable: handler(message) -> result")
+            raise errors.InvalidArgumentType(
+                "handler must be callable: handler(message) -> result")
         self._check_started()
 
         def process(job: Job) -> Any:
@@ -150,6 +152,7 @@ class BullMQEventProvider:
         once the event is enqueued. Bad arguments raise here, before anything is written;
         Redis failures fail the Future.
         """
+        check.boolean(expects_result, "expects_result")
         meta, causation_id = context.resolve(meta, causation_id)
         message = EventMessage.create(event_name, payload, meta, causation_id=causation_id,
                                       idempotency_key=idempotency_key)
@@ -211,6 +214,8 @@ class BullMQEventProvider:
     def cancel(self, event_name: str, key: str) -> bool:
         """Remove a pending (delayed or waiting) event; ``key`` is its idempotency key or,
         without one, its event id. False if it is unknown or a handler has taken it."""
+        validate_event_name(event_name)
+        check.job_id(key, "key")
         self._check_started()
         queue = self.queue_manager.get_queue(event_name)
         if not queue.remove(key, states=PENDING_STATES):   # atomic: never a job a handler took
@@ -229,11 +234,15 @@ class BullMQEventProvider:
                        every: Optional[Seconds] = None, payload: Any = None,
                        meta: Optional[Mapping[str, Any]] = None) -> ScheduleInfo:
         """A recurring event (cron with 5-6 fields, or every N seconds); created or replaced."""
+        validate_event_name(event_name)
+        validate_schedule(schedule_id, cron, every)
         self._check_started()
         return self.scheduled_event_manager.schedule(event_name, schedule_id, cron=cron,
                                                      every=every, payload=payload, meta=meta)
 
     def unschedule_event(self, event_name: str, schedule_id: str) -> bool:
+        validate_event_name(event_name)
+        check.string(schedule_id, "schedule_id")
         self._check_started()
         return self.scheduled_event_manager.unschedule(event_name, schedule_id)
 

@@ -6,6 +6,7 @@ exponential backoff from 1 s), ``default_job_options``, then the per-call option
 """
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 import time
@@ -13,9 +14,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional, Protocol, Tuple, Type, Union
 
 from .. import _fork, errors
+from .. import _validate as check
+from .. import options as job_options
 from ..job import Job
 from ..queue import Queue
 from ..worker import Worker
+from .message import validate_event_name
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +68,31 @@ def merge_job_options(retry: RetryOptions, defaults: Optional[Mapping[str, Any]]
     return merged
 
 
+WORKER_OPTIONS = tuple(p.name for p in inspect.signature(Worker.__init__).parameters.values()
+                       if p.kind is p.KEYWORD_ONLY and p.name != "prefix")
+
+
+def check_default_job_options(retry: RetryOptions,
+                              options: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """``default_job_options`` as given, refused (naming the key) unless every option is
+    one ``Queue.add`` takes, with a valid value."""
+    options = check.mapping(options, "default_job_options")
+    check.known_keys(options, job_options.KNOWN, "default_job_options")
+    job_options.encode(merge_job_options(retry, options, {}), arg="default_job_options")
+    return options
+
+
+def check_worker_options(options: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """``default_worker_options``: keywords of ``Worker``; ``concurrency`` is checked here,
+    the others when the worker starts."""
+    options = check.mapping(options, "default_worker_options")
+    check.known_keys(options, WORKER_OPTIONS, "default_worker_options")
+    if "concurrency" in options:
+        check.integer(options["concurrency"], "default_worker_options.concurrency", minimum=1,
+                      maximum=10_000)
+    return options
+
+
 class QueueManager:
     """Per-event-type queues and workers (``QueueClass``/``WorkerClass`` injectable)."""
 
@@ -74,16 +103,14 @@ class QueueManager:
                  default_worker_options: Optional[Mapping[str, Any]] = None,
                  queue_class: Type[Queue] = Queue, worker_class: Type[Worker] = Worker,
                  logger: Optional[logging.Logger] = None) -> None:
-        if not isinstance(queue_prefix, str) or not queue_prefix or ":" in queue_prefix:
-            raise ValueError(f"queue_prefix must be a non-empty string without ':', "
-                             f"got {queue_prefix!r}")
-        self.connection = connection
-        self.queue_prefix = queue_prefix
-        self.prefix = prefix
-        self.metrics = metrics
+        self.queue_prefix = check.name(queue_prefix, "queue_prefix")
+        self.prefix = check.string(prefix, "prefix")
         self.default_retry = default_retry or RetryOptions()
-        self.default_job_options = dict(default_job_options or {})
-        self.default_worker_options = dict(default_worker_options or {})
+        self.default_job_options = check_default_job_options(self.default_retry,
+                                                             default_job_options)
+        self.default_worker_options = check_worker_options(default_worker_options)
+        self.connection = connection
+        self.metrics = metrics
         self._queue_class = queue_class
         self._worker_class = worker_class
         self._log = logger or log
@@ -125,6 +152,7 @@ class QueueManager:
                 **options: Any) -> Job:
         """Add a job with the merged options; returns the Job (the existing one for a
         duplicate job id)."""
+        validate_event_name(event_name)
         queue = self.get_queue(event_name)
         job = queue.add(name, data, **self.job_options(**options))
         call_metric(self.metrics, "on_job_added", event_name, job.id)
@@ -141,7 +169,8 @@ class QueueManager:
             if self._stopped:
                 raise errors.ShutdownError("QueueManager is stopped")
             if event_name in self._workers:
-                raise ValueError(f"{event_name!r} already has a subscriber in this provider")
+                raise errors.InvalidArgument(
+                    f"{event_name!r} already has a subscriber in this provider")
             self._workers[event_name] = _PENDING
         try:
             options = {"concurrency": DEFAULT_CONCURRENCY, **self.default_worker_options}

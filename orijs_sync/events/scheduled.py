@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Type
 
 from .. import _fork, errors
+from .. import _validate as check
 from .._util import Seconds, to_seconds
 from ..queue import Queue
 from .message import EVENT_JOB_NAME, EventMessage, validate_event_name
@@ -40,26 +41,27 @@ def validate_schedule(schedule_id: Any, cron: Optional[str],
                       every: Optional[Seconds]) -> Optional[float]:
     """The seed's rules: cron has 5 or 6 fields; every is a positive interval (seconds,
     at least 1 ms); exactly one of them. Returns ``every`` in seconds."""
-    if not isinstance(schedule_id, str) or not schedule_id:
-        raise ValueError(f"schedule_id must be a non-empty string, got {schedule_id!r}")
+    check.string(schedule_id, "schedule_id")
     if cron is not None and every is not None:
-        raise ValueError("give either cron or every, not both")
+        raise errors.InvalidArgument("give either cron or every, not both")
     if cron is None and every is None:
-        raise ValueError("a schedule needs cron='...' or every=seconds")
+        raise errors.InvalidArgument("a schedule needs cron='...' or every=seconds")
     if cron is not None:
-        if not isinstance(cron, str):
-            raise ValueError(f"cron must be a string, got {cron!r}")
+        check.string(cron, "cron")
         fields = cron.split()
         if len(fields) not in (5, 6):
-            raise ValueError(f"cron {cron!r} must have 5 fields (or 6 with seconds), "
-                             f"has {len(fields)}")
+            check.bad_value("cron", cron, "must have 5 fields (or 6 with seconds)")
         from croniter import croniter
-        if not croniter.is_valid(cron):
-            raise ValueError(f"cron {cron!r} is not a valid cron expression")
+        try:
+            valid = croniter.is_valid(cron)
+        except Exception:  # noqa: BLE001 - croniter may raise on odd text
+            valid = False
+        if not valid:
+            check.bad_value("cron", cron, "is not a valid cron expression")
         return None
     seconds = to_seconds(every, "every", allow_none=False)
     if not seconds or round(seconds * 1000) < 1:
-        raise ValueError(f"every must be a positive interval of at least 1 ms, got {every!r}")
+        check.bad_value("every", every, "must be a positive interval of at least 1 ms")
     return seconds
 
 

@@ -1,15 +1,14 @@
 """EventSubscription: the Future that ``emit`` returns."""
 from __future__ import annotations
 
-from concurrent.futures import Future
 from typing import Any, Callable, Optional
 
-from .._futures import result_or_named_timeout, settle
+from .._futures import CheckedFuture, result_or_named_timeout, settle
 
 __all__ = ["EventSubscription"]
 
 
-class EventSubscription(Future[Any]):
+class EventSubscription(CheckedFuture):
     """Settled with the handler's return value, or failed with ``JobFailed``,
     ``errors.TimeoutError`` (the emit's timeout), ``errors.ShutdownError`` (the
     provider stopped) or the error that kept the event from being enqueued.

@@ -8,7 +8,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Set, Union
 
+from .. import _validate as check
 from .. import errors
+from .. import options as job_options
 from .._timer import Timer
 from .._util import Seconds, dumps, to_seconds
 from ..options import validate_job_id
@@ -53,20 +55,26 @@ class ProviderBase:
         self.stall_interval = float(to_seconds(stall_interval, "stall_interval",
                                                allow_none=False) or 0.0)
         if self.stall_interval < MIN_STALL_INTERVAL:
-            raise ValueError(f"stall_interval must be at least {MIN_STALL_INTERVAL:g}s (got "
-                             f"{self.stall_interval:g}): shorter intervals mistake GC pauses "
-                             "and network hiccups for dead workers")
+            raise errors.InvalidArgument(
+                f"stall_interval must be at least {MIN_STALL_INTERVAL:g}s (got "
+                f"{self.stall_interval:g}): shorter intervals mistake GC pauses "
+                "and network hiccups for dead workers")
         self.default_timeout = float(to_seconds(default_timeout, "default_timeout",
                                                 allow_none=False) or 0.0)
         self.step_timeout = float(to_seconds(step_timeout, "step_timeout") or 0.0)
         self.cleanup_delay = float(to_seconds(flow_state_cleanup_delay,
                                               "flow_state_cleanup_delay", allow_none=False) or 0.0)
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}")
-        self.concurrency = concurrency
-        self.provider_id = provider_id or f"{socket.gethostname()}-{os.getpid()}"
+        self.concurrency = check.integer(concurrency, "concurrency", minimum=1, maximum=10_000)
+        check.integer(parallel_workers, "parallel_workers", minimum=1, maximum=10_000)
+        check.integer(max_flow_states, "max_flow_states", minimum=1)
+        self.provider_id = check.optional_string(provider_id, "provider_id") \
+            or f"{socket.gethostname()}-{os.getpid()}"
+        if step_registry is not None and not isinstance(step_registry, StepRegistry):
+            check.bad_type("step_registry", step_registry, "a StepRegistry")
         self.step_registry = step_registry or StepRegistry()
-        self.default_step_options = dict(default_step_options or {})
+        self.default_step_options = check.mapping(default_step_options, "default_step_options")
+        check.known_keys(self.default_step_options, job_options.KNOWN, "default_step_options")
+        job_options.encode(self.default_step_options, arg="default_step_options")
         self._timer = Timer(f"orijs-workflow-timer-{name}")
         self._tracker = FlowTracker(self._timer, max_flow_states=max_flow_states,
                                     cleanup_delay=self.cleanup_delay)
@@ -81,7 +89,8 @@ class ProviderBase:
     def register(self, workflow: Workflow) -> None:
         """Run this workflow's steps (and its completion) in this process."""
         if not isinstance(workflow, Workflow):
-            raise TypeError(f"register() takes a Workflow, not {type(workflow).__name__}")
+            raise errors.InvalidArgumentType(
+                f"register() takes a Workflow, not {type(workflow).__name__}")
         with self._lock:
             self._refuse_if_stopped()
             for step in workflow.steps.values():
@@ -138,10 +147,10 @@ class ProviderBase:
                  idempotency_key: Optional[str]) -> ExecuteCall:
         definition = self._definition(workflow)
         if idempotency_key is not None:
-            validate_job_id(idempotency_key)
+            validate_job_id(idempotency_key, "idempotency_key")
         text = dumps(data, f"data of workflow {definition.name!r}")
-        resolved_meta = dict(meta) if meta is not None else current_meta()
-        dumps(resolved_meta, "workflow meta")
+        resolved_meta = check.mapping(meta, "meta") if meta is not None else current_meta()
+        dumps(resolved_meta, "meta")
         base = self.default_timeout if timeout is None \
             else float(to_seconds(timeout, "timeout") or 0.0)
         effective = base + self.stall_interval if base > 0 else 0.0
@@ -162,8 +171,8 @@ class ProviderBase:
                 found = self._definitions.get(name)
                 known = found is not None
             else:
-                raise TypeError(f"execute() takes a Workflow or its name, not "
-                                f"{type(workflow).__name__}")
+                raise errors.InvalidArgumentType(f"execute() takes a Workflow or its name, not "
+                                                 f"{type(workflow).__name__}")
         if not known or found is None:
             raise WorkflowNotRegisteredError(
                 f"workflow {name!r} is not registered here: call register(workflow) (this "
@@ -172,6 +181,9 @@ class ProviderBase:
 
     # -- status --------------------------------------------------------------
     def _local_status(self, flow_id: str, workflow_name: Optional[str]) -> Optional[str]:
+        check.string(flow_id, "flow_id")
+        if workflow_name is not None:
+            validate_workflow_name(workflow_name)
         for name in [workflow_name] if workflow_name else self._known_names():
             state = self._tracker.get_state((name, flow_id))
             if state is not None:

@@ -59,7 +59,7 @@ class GroupFailed(Exception):
 def _invoke(fn: Callable[[WorkflowContext], Any], ctx: WorkflowContext) -> Any:
     with propagation_context(ctx.meta):
         result = fn(ctx)
-    dumps(result, f"result of step {ctx.step_name!r}")   # TypeError: a step failure
+    dumps(result, f"result of step {ctx.step_name!r}", argument=False)   # a step failure
     return result
 
 

@@ -28,8 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from .. import _fork, errors
-from .. import options as job_options
-from .._util import Seconds
+from .. import _validate as check
+from .._util import Seconds, run_logged
 from ..connection import ConnectionLike, as_connection
 from ..flow_producer import FlowProducer
 from ..queue_events import QueueEvent, QueueEvents
@@ -73,9 +73,8 @@ class BullMQWorkflowProvider(ProviderBase):
                          concurrency=concurrency, parallel_workers=parallel_workers,
                          step_registry=step_registry,
                          default_step_options=default_step_options)
-        job_options.encode(self.default_step_options)     # bad options fail here, not later
         self.queue_prefix = queue_prefix
-        self.prefix = prefix
+        self.prefix = check.string(prefix, "prefix")
         self._connection = as_connection(connection)
         self._owns_connection = self._connection is not connection
         self._producer = FlowProducer(self._connection, prefix=prefix)
@@ -280,7 +279,7 @@ class BullMQWorkflowProvider(ProviderBase):
         """Run on the aux pool; False once it is shut down (stop() then fails every
         handle still pending with ShutdownError)."""
         try:
-            self._aux.submit(fn, *args)
+            self._aux.submit(run_logged, log, fn, *args)
             return True
         except RuntimeError:
             return False
@@ -293,6 +292,7 @@ class BullMQWorkflowProvider(ProviderBase):
     def lookup_flow(self, flow_id: str) -> Optional[str]:
         """The workflow name of a flow: the registry key, else a search of the known
         workflow queues (None if not found)."""
+        check.string(flow_id, "flow_id")
         return self.flow_registry.lookup(flow_id, self._known_names(),
                                          lambda n, f: self._job_state(n, f) != "unknown")
 

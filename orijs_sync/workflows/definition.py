@@ -27,6 +27,7 @@ from typing import (
     Union,
 )
 
+from .. import errors
 from .. import options as job_options
 from .._util import to_seconds
 
@@ -46,23 +47,27 @@ PARALLEL_PREFIX = "__parallel__:"
 def validate_step_name(name: Any) -> str:
     """``^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}$``; names starting with ``__`` are reserved."""
     if not isinstance(name, str):
-        raise TypeError(f"step name must be a string, not {type(name).__name__}")
+        raise errors.InvalidArgumentType(f"step name must be a string, not {type(name).__name__}")
     if name.startswith("__"):
-        raise ValueError(f"step name {name!r} is reserved: names starting with '__' are "
-                         "used by the workflow layer")
+        raise errors.InvalidArgument(
+            f"step name {name!r} is reserved: names starting with '__' are "
+            "used by the workflow layer")
     if not NAME_PATTERN.match(name):
-        raise ValueError(f"invalid step name {name!r}: 1-128 characters, letters, digits, "
-                         "'_' or '-', starting with a letter or digit")
+        raise errors.InvalidArgument(
+            f"invalid step name {name!r}: 1-128 characters, letters, digits, "
+            "'_' or '-', starting with a letter or digit")
     return name
 
 
 def validate_workflow_name(name: Any) -> str:
     """Same rule as step names: the name goes into queue names (no ':' or '.')."""
     if not isinstance(name, str):
-        raise TypeError(f"workflow name must be a string, not {type(name).__name__}")
+        raise errors.InvalidArgumentType(
+            f"workflow name must be a string, not {type(name).__name__}")
     if not NAME_PATTERN.match(name):
-        raise ValueError(f"invalid workflow name {name!r}: 1-128 characters, letters, digits, "
-                         "'_' or '-', starting with a letter or digit")
+        raise errors.InvalidArgument(
+            f"invalid workflow name {name!r}: 1-128 characters, letters, digits, "
+            "'_' or '-', starting with a letter or digit")
     return name
 
 
@@ -115,7 +120,8 @@ class Workflow:
     def __post_init__(self) -> None:
         validate_workflow_name(self.name)
         if self.on_complete is not None and not callable(self.on_complete):
-            raise TypeError("on_complete must be callable: on_complete(ctx) -> result")
+            raise errors.InvalidArgumentType(
+                "on_complete must be callable: on_complete(ctx) -> result")
         _check_retry(self.attempts, self.backoff, f"workflow {self.name!r}")
 
     # -- building ----------------------------------------------------------
@@ -134,7 +140,7 @@ class Workflow:
         """Append a group of steps run concurrently: ``(name, handler)``,
         ``(name, handler, rollback)`` or :class:`StepDef` items (at least one)."""
         if not items:
-            raise ValueError("parallel() needs at least one (name, handler) step")
+            raise errors.InvalidArgument("parallel() needs at least one (name, handler) step")
         steps: List[StepDef] = []
         for i, item in enumerate(items):
             if isinstance(item, StepDef):
@@ -144,8 +150,8 @@ class Workflow:
                 rollback = item[2] if len(item) == 3 else None  # type: ignore[misc]
                 steps.append(self._make(item[0], item[1], rollback, None, None, pending=steps))
             else:
-                raise TypeError(f"parallel() item {i} must be (name, handler) or "
-                                f"(name, handler, rollback), not {item!r}")
+                raise errors.InvalidArgumentType(f"parallel() item {i} must be (name, handler) or "
+                                                 f"(name, handler, rollback), not {item!r}")
         self.groups.append(StepGroup("parallel", tuple(steps)))
         return self
 
@@ -154,11 +160,14 @@ class Workflow:
               pending: Sequence[StepDef] = ()) -> StepDef:
         validate_step_name(name)
         if name in self.step_names or name in [s.name for s in pending]:
-            raise ValueError(f"workflow {self.name!r} already has a step named {name!r}")
+            raise errors.InvalidArgument(
+                f"workflow {self.name!r} already has a step named {name!r}")
         if not callable(handler):
-            raise TypeError(f"handler of step {name!r} must be callable: handler(ctx) -> result")
+            raise errors.InvalidArgumentType(
+                f"handler of step {name!r} must be callable: handler(ctx) -> result")
         if rollback is not None and not callable(rollback):
-            raise TypeError(f"rollback of step {name!r} must be callable: rollback(ctx)")
+            raise errors.InvalidArgumentType(
+                f"rollback of step {name!r} must be callable: rollback(ctx)")
         _check_retry(attempts, backoff, f"step {name!r}")
         return StepDef(name, handler, rollback, attempts, backoff)
 
@@ -181,8 +190,8 @@ def _check_retry(attempts: Optional[int], backoff: Any, what: str) -> None:
     """The job options' own checks (a step job carries them), with the step named."""
     try:
         job_options.encode({"attempts": attempts, "backoff": backoff})
-    except ValueError as exc:
-        raise ValueError(f"{what}: {exc}") from None
+    except errors.ValidationError as exc:
+        raise type(exc)(f"{what}: {exc}", exc.argument, exc.value) from None
 
 
 def backoff_seconds(backoff: Any, attempt: int) -> float:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from .. import _validate as check
 from .definition import PARALLEL_PREFIX, StepGroup, Workflow
 
 __all__ = ["FlowBuilder", "JOB_DATA_VERSION", "workflow_job_data", "step_job_data"]
@@ -51,10 +52,7 @@ def parallel_members(step_name: str) -> List[str]:
 
 class FlowBuilder:
     def __init__(self, queue_prefix: str = "workflow") -> None:
-        if not isinstance(queue_prefix, str) or not queue_prefix or ":" in queue_prefix:
-            raise ValueError(f"queue_prefix must be a non-empty string without ':', "
-                             f"not {queue_prefix!r}")
-        self.queue_prefix = queue_prefix
+        self.queue_prefix = check.name(queue_prefix, "queue_prefix")
 
     def workflow_queue(self, workflow_name: str) -> str:
         return f"{self.queue_prefix}.{workflow_name}"

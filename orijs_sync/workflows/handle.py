@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _fork, errors
-from .._futures import result_or_named_timeout, settle
+from .._futures import CheckedFuture, result_or_named_timeout, settle
 from .._timer import Timer, TimerHandle
 
 __all__ = ["FlowHandle", "FlowTracker", "LocalFlowState", "Pending", "FLOW_STATUSES"]
@@ -30,7 +29,7 @@ FLOW_STATUSES = ("pending", "running", "completed", "failed", "unknown")
 FlowKey = Tuple[str, str]
 
 
-class FlowHandle(Future):  # type: ignore[type-arg]
+class FlowHandle(CheckedFuture):
     """A :class:`concurrent.futures.Future` of a workflow's result, with ``id`` (the flow
     id) and ``status()``. A running workflow cannot be cancelled: ``cancel()`` is False."""
 
@@ -89,7 +88,8 @@ class FlowTracker:
     def __init__(self, timer: Timer, *, max_flow_states: int, cleanup_delay: float) -> None:
         if isinstance(max_flow_states, bool) or not isinstance(max_flow_states, int) \
                 or max_flow_states < 1:
-            raise ValueError(f"max_flow_states must be an integer >= 1, got {max_flow_states!r}")
+            raise errors.InvalidArgument(
+                f"max_flow_states must be an integer >= 1, got {max_flow_states!r}")
         self.timer = timer
         self.max_flow_states = max_flow_states
         self.cleanup_delay = cleanup_delay

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from .. import errors
-from .._util import Seconds, dumps
+from .._util import Seconds, dumps, run_logged
 from ._base import ProviderBase
 from ._execution import (
     GroupFailed,
@@ -112,7 +112,8 @@ class InProcessWorkflowProvider(ProviderBase):
                 handle._settle(result=value) if ok else handle._settle(exc=value)
             return handle
         try:
-            runner.submit(self._run, key, call.definition, json.loads(call.data_text), call.meta)
+            runner.submit(run_logged, log, self._run, key, call.definition,
+                          json.loads(call.data_text), call.meta)
         except RuntimeError:   # stopped meanwhile
             if self._tracker.claim(pending):
                 handle._settle(exc=errors.ShutdownError("the workflow provider stopped"))

@@ -9,6 +9,7 @@ import threading
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
+from .. import errors
 from .definition import RollbackHandler, StepHandler, validate_step_name
 from .errors import StepNotFoundError
 
@@ -32,9 +33,9 @@ class StepRegistry:
                  rollback: Optional[RollbackHandler] = None) -> None:
         validate_step_name(step_name)
         if not callable(handler):
-            raise TypeError(f"handler of step {step_name!r} must be callable")
+            raise errors.InvalidArgumentType(f"handler of step {step_name!r} must be callable")
         if rollback is not None and not callable(rollback):
-            raise TypeError(f"rollback of step {step_name!r} must be callable")
+            raise errors.InvalidArgumentType(f"rollback of step {step_name!r} must be callable")
         with self._lock:
             self._steps.setdefault(workflow_name, {})[step_name] = RegisteredStep(handler,
                                                                                    rollback)

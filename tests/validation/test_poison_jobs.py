@@ -1,0 +1,128 @@
+"""Poison jobs: job hashes corrupted by hand among normal jobs. Each bad one fails on its
+own with a failedReason naming the field and never reaches the handler undecoded; every
+normal job completes; the worker closes in time."""
+from __future__ import annotations
+
+import threading
+from typing import Any, Dict, List, Tuple
+
+import pytest
+import redis
+
+from orijs_sync import Queue, Worker, errors
+from orijs_sync.testing import wait_until
+
+NORMAL = 40
+
+# name -> (fields to set, fields to delete, what the failedReason must say)
+POISONS: Dict[str, Tuple[Dict[str, str], List[str], str]] = {
+    "data": ({"data": "{not json"}, [], "data is not JSON"),
+    "opts": ({"opts": "not json"}, [], "opts is not JSON"),
+    "opts-array": ({"opts": "[1, 2]"}, [], "opts is not a JSON object"),
+    "attempts-text": ({"opts": '{"attempts": "three"}'}, [], "opts.attempts is not an integer"),
+    "attempts-list": ({"opts": '{"attempts": [3]}'}, [], "opts.attempts is not an integer"),
+    "remove-on-fail": ({"opts": '{"removeOnFail": "yes"}'}, [], "opts.removeOnFail"),
+    "backoff": ({"opts": '{"attempts": 3, "backoff": {"type": 5}}'}, [], "opts.backoff"),
+    "missing": ({}, ["name", "data", "opts", "timestamp"], "has no name, data, opts, timestamp"),
+    "stacktrace": ({"stacktrace": "Error: boom\n  at x"}, [], "stacktrace is not JSON"),
+    "parent": ({"parent": "{oops", "parentKey": "bull:nowhere:1"}, [], "parent is not JSON"),
+    "timestamp": ({"timestamp": "inf"}, [], "timestamp"),
+}
+
+
+def add_poisons(queue: Queue, r: redis.Redis) -> Dict[str, str]:
+    """One corrupted job per kind (added normally, then edited), plus an id in wait
+    whose hash does not exist at all. Returns job id -> what its reason must say."""
+    expected = {}
+    for kind, (fields, deleted, reason) in POISONS.items():
+        job = queue.add(f"poison-{kind}", {"fail": kind == "stacktrace"})
+        if fields:
+            r.hset(queue.keys.job(job.id), mapping=fields)
+        if deleted:
+            r.hdel(queue.keys.job(job.id), *deleted)
+        expected[job.id] = reason
+    r.lpush(queue.keys.wait, "ghost")
+    expected["ghost"] = "has no name, data, opts, timestamp"
+    return expected
+
+
+@pytest.mark.parametrize("concurrency", [1, 8])
+def test_poison_jobs_fail_alone_and_normal_jobs_complete(queue: Queue, r: redis.Redis,
+                                                         redis_url: str, qname: str,
+                                                         concurrency: int) -> None:
+    normal = [queue.add("ok", {"i": i}).id for i in range(NORMAL // 2)]
+    expected = add_poisons(queue, r)
+    normal += [queue.add("ok", {"i": i}).id for i in range(NORMAL // 2, NORMAL)]
+    seen: List[Any] = []
+    failed: Dict[str, str] = {}
+    lock = threading.Lock()
+
+    def handler(job: Any) -> Any:
+        with lock:
+            seen.append(job.data)
+        if job.data.get("fail"):
+            raise RuntimeError("handler failed")
+        return job.data["i"] * 2
+
+    worker = Worker(qname, handler, connection=redis_url, concurrency=concurrency)
+    worker.on("failed", lambda job, exc: failed.__setitem__(job.id, job.failed_reason))
+    worker.start()
+    try:
+        wait_until(lambda: queue.get_job_counts("completed")["completed"] == NORMAL
+                   and queue.get_job_counts("failed")["failed"] == len(expected),
+                   timeout=30, what="every job finished")
+    finally:
+        closed = worker.close(timeout=5)
+    assert closed is True
+    assert all(isinstance(data, dict) and "i" in data for data in seen), seen
+    for job_id in normal:
+        assert queue.get_job(job_id).returnvalue is not None
+    for job_id, reason in expected.items():
+        stored = queue.get_job(job_id)
+        assert stored is not None and reason in (stored.failed_reason or ""), (job_id, stored)
+        assert reason in failed.get(job_id, ""), (job_id, failed.get(job_id))
+    assert queue.get_job_counts("active", "waiting") == {"active": 0, "waiting": 0}
+
+
+def test_get_job_shows_what_is_wrong(queue: Queue, r: redis.Redis) -> None:
+    expected = add_poisons(queue, r)
+    del expected["ghost"]                     # no hash: get_job() gives None
+    for job_id, reason in expected.items():
+        job = queue.get_job(job_id)
+        assert job is not None and job.problem is not None and reason in job.problem, (
+            job_id, job.problem if job else None)
+    assert queue.get_job("ghost") is None
+    assert queue.add("fine", {"a": 1}).problem is None
+    assert queue.get_job(queue.add("fine", {"a": 1}).id).problem is None
+
+
+def test_an_outcome_redis_refuses_does_not_hold_back_its_batch(queue: Queue, redis_url: str,
+                                                               qname: str) -> None:
+    """A job whose outcome the finishing script refuses is dropped (left to the stalled
+    checker); the other outcomes of its batch are written."""
+    release = threading.Event()
+    errors_seen: List[BaseException] = []
+
+    def handler(job: Any) -> Any:
+        release.wait(10)        # let outcomes pile up into one batch
+        if job.name == "bad":   # a keepJobs age that cannot be sent (not JSON)
+            job.opts["removeOnComplete"] = {"age": float("nan")}
+        return job.data
+
+    ids = [queue.add("ok", {"i": i}).id for i in range(6)]
+    bad = queue.add("bad", {"i": -1}).id
+    ids += [queue.add("ok", {"i": i}).id for i in range(6, 12)]
+    worker = Worker(qname, handler, connection=redis_url, concurrency=8)
+    worker.on("error", errors_seen.append)
+    worker.start()
+    try:
+        wait_until(lambda: queue.get_job_counts("active")["active"] == 8, timeout=10)
+        release.set()
+        wait_until(lambda: queue.get_job_counts("completed")["completed"] == len(ids),
+                   timeout=30, what="every good job completed")
+    finally:
+        release.set()
+        closed = worker.close(timeout=5)
+    assert closed is True
+    assert queue.get_job_state(bad) == "active"     # until its lock expires and it stalls
+    assert any(isinstance(e, errors.CorruptJob) and bad in str(e) for e in errors_seen)
