@@ -155,7 +155,7 @@ class StepExecutor:
         if rolled_back or failures:
             log.info("workflow %s (%s): rollbacks done: %d ran (%s), %d failed%s",
                      ctx.workflow_name, ctx.flow_id, len(rolled_back) + len(failures),
-                     ", ".join(rolled_back + [f.step_name for f in failures]), len(failures),
+                     ", ".join(rolled_back + [str(f.step_name) for f in failures]), len(failures),
                      "".join(f"; {f}" for f in failures))
         return rolled_back, failures
 

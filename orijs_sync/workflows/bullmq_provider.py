@@ -218,7 +218,7 @@ class BullMQWorkflowProvider(ProviderBase):
 
     def _settle_read_failure(self, key: Tuple[str, str], claimed: List[Pending],
                              reason: str) -> None:
-        err = read_failure(self._producer, key[0], key[1],
+        err = read_failure(self._producer, self.flow_registry, key[0], key[1],
                            self.flow_builder.workflow_queue(key[0]), reason)
         self._settle(key, claimed, False, err)
 
@@ -248,7 +248,7 @@ class BullMQWorkflowProvider(ProviderBase):
             self._settle(key, [p for p in claimed if self._tracker.claim(p)], True,
                          job.returnvalue)
         elif job is not None and state == "failed":
-            err = read_failure(self._producer, key[0], key[1], queue.name,
+            err = read_failure(self._producer, self.flow_registry, key[0], key[1], queue.name,
                                job.failed_reason or "")
             self._settle(key, [p for p in claimed if self._tracker.claim(p)], False, err)
         elif timeout_error is not None:

@@ -5,8 +5,9 @@ A failed workflow fails its handle with :class:`WorkflowFailedError` (a
 naming the step and its error, ``rollback_errors`` holds one
 :class:`RollbackFailedError` per rollback handler that raised. The same shapes
 come back whichever process ran the step: across processes they are rebuilt
-from what the failing step wrote to Redis (its ``failedReason`` and a summary
-line in its job logs).
+from what the failing step wrote to Redis (a summary line in its job logs, else
+the OriJS failure record or ``failedReason``, decoded from OriJS's formats:
+``Step '<name>' failed: <message>`` and ``ORIJSError:{json}``).
 """
 from __future__ import annotations
 
@@ -58,10 +59,13 @@ class StepFailedError(errors.OrijsError):
 
 
 class RollbackFailedError(errors.OrijsError):
-    """A rollback handler raised; the other rollbacks still ran."""
+    """A rollback handler raised; the other rollbacks still ran. ``step_name`` is None
+    when the failure was decoded from an OriJS ``ORIJSError:`` record (which does not
+    name the step)."""
 
-    def __init__(self, step_name: str, error_type: str, message: str) -> None:
-        super().__init__(f"rollback of step {step_name!r} failed: {error_type}: {message}")
+    def __init__(self, step_name: Optional[str], error_type: str, message: str) -> None:
+        where = f"rollback of step {step_name!r}" if step_name else "a rollback"
+        super().__init__(f"{where} failed: {error_type}: {message}")
         self.step_name = step_name
         self.error_type = error_type
         self.message = message
