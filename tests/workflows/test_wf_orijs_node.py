@@ -1,0 +1,191 @@
+"""Workflows shared with a TypeScript OriJS service, both ways, on one Redis: a real Node
+BullMQ plays OriJS's workflow side (node_orijs_workflows.js) for the side keys OriJS
+keeps beside a flow: the flow registry (found by id in the other language) and the
+failure record (a step failing in one language reaches the other as OriJS words it;
+rollback failures arrive decoded)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Dict, Iterator
+
+import pytest
+
+from orijs_sync.workflows import Workflow, WorkflowFailedError
+from test_wf_orijs_keys import VECTORS
+from wf_helpers import GUARD, Journal, wait_until
+
+HERE = Path(__file__).resolve().parent
+NODE_SCRIPT = HERE / "node_orijs_workflows.js"
+NODE_MODULES = HERE.parent / "interop" / "node_modules"
+
+
+def _command(command: str, args: Dict[str, Any]) -> list:
+    node = shutil.which("node")
+    assert node, "these tests need Node.js (`node` on PATH) and tests/interop's npm install"
+    assert (NODE_MODULES / "bullmq").is_dir(), f"Node bullmq is missing in {NODE_MODULES}"
+    return [node, str(NODE_SCRIPT), command, json.dumps(args)]
+
+
+def _env() -> Dict[str, str]:
+    return {**os.environ, "NODE_PATH": str(NODE_MODULES)}
+
+
+def _reply(stdout: str, stderr: str) -> Any:
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    assert lines, f"node printed nothing; stderr:\n{stderr}"
+    reply = json.loads(lines[-1])
+    assert reply["ok"], f"node failed: {reply.get('error')}\nstderr:\n{stderr}"
+    return reply["result"]
+
+
+def node(command: str, **args: Any) -> Any:
+    proc = subprocess.run(_command(command, args), env=_env(), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=60)
+    return _reply(proc.stdout, proc.stderr)
+
+
+class NodeConsumer:
+    """``consume`` running in the background until it has finished ``count`` flows."""
+
+    def __init__(self, tmp_path: Path, **args: Any) -> None:
+        ready = tmp_path / "node-ready"
+        self.proc = subprocess.Popen(_command("consume", dict(args, readyFile=str(ready))),
+                                     env=_env(), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_until(lambda: ready.exists() or self.proc.poll() is not None,
+                   what="the Node consumer")
+        assert self.proc.poll() is None, self.proc.communicate()
+
+    def result(self) -> Any:
+        out, err = self.proc.communicate(timeout=GUARD)
+        return _reply(out, err)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate(timeout=10)
+
+
+@pytest.fixture
+def node_consumer(tmp_path: Path) -> Iterator[Any]:
+    started = []
+
+    def start(**args: Any) -> NodeConsumer:
+        consumer = NodeConsumer(tmp_path, **args)
+        started.append(consumer)
+        return consumer
+
+    yield start
+    for consumer in started:
+        consumer.stop()
+
+
+def order(j: Journal, fail_rollback: bool = False) -> Workflow:
+    def charge(ctx: Any) -> None:
+        j.add("charge")
+        raise ValueError("card declined")
+
+    return (Workflow("Order")
+            .step("reserve", j.step("reserve", {"held": 2}),
+                  j.rollback("reserve", fail=fail_rollback))
+            .step("charge", charge))
+
+
+def test_node_wyhash_matches_the_contract():
+    texts = [text for text, _, _ in VECTORS]
+    hashes = node("hash", texts=texts)["hashes"]
+    assert [(h["decimal"], h["base36"]) for h in hashes] == \
+        [(str(decimal), base36) for _, decimal, base36 in VECTORS]
+
+
+# -- the flow registry ----------------------------------------------------------------------
+def test_a_node_flow_is_found_by_id_in_python(bullmq, redis_url):
+    wf = Workflow("Shipping").step("pack", lambda ctx: {"box": ctx.data["n"]})
+    started = node("execute", url=redis_url, queuePrefix=bullmq.queue_prefix,
+                   workflow="Shipping", steps=["pack"], data={"n": 3}, attempts=1,
+                   backoff={"type": "fixed", "delay": 100}, wait=False)
+    flow_id = started["flowId"]
+    stranger = bullmq()                    # has registered no workflow: only the registry
+    assert stranger.lookup_flow(flow_id) == "Shipping"
+    assert stranger.get_status(flow_id) == "running"
+    bullmq(wf)                             # a Python consumer runs the Node flow
+    wait_until(lambda: stranger.get_status(flow_id) == "completed", what="the Node flow")
+
+
+def test_a_python_flow_is_found_by_id_in_node(bullmq, redis_url):
+    wf = Workflow("Billing").step("bill", lambda ctx: 42)
+    emitter = bullmq()
+    emitter.register_emitter("Billing")
+    handle = emitter.execute(wf, {})
+    seen = node("status", url=redis_url, queuePrefix=bullmq.queue_prefix, flowId=handle.id)
+    assert seen == {"name": "Billing", "state": "waiting-children", "status": "running"}
+    bullmq(wf)
+    assert handle.result(timeout=GUARD) == {"bill": 42}
+    seen = node("status", url=redis_url, queuePrefix=bullmq.queue_prefix, flowId=handle.id)
+    assert seen == {"name": "Billing", "state": "completed", "status": "completed"}
+    assert node("status", url=redis_url, queuePrefix=bullmq.queue_prefix,
+                flowId="never-started") == {"name": None, "state": None, "status": "pending"}
+
+
+# -- the failure record: Python steps, a Node caller ------------------------------------------
+def _node_executes_order(bullmq, redis_url) -> Dict[str, Any]:
+    result = node("execute", url=redis_url, queuePrefix=bullmq.queue_prefix, workflow="Order",
+                  steps=["reserve", "charge"], data={"orderId": "o-1"}, attempts=2,
+                  backoff={"type": "fixed", "delay": 200}, wait=True)
+    outcome = result["outcome"]
+    assert outcome["state"] == "failed" and outcome["fromRecord"] is True
+    return outcome
+
+
+def test_a_python_step_failure_reaches_node_in_orijs_words(bullmq, redis_url):
+    j = Journal()
+    bullmq(order(j))
+    outcome = _node_executes_order(bullmq, redis_url)
+    assert outcome["text"] == "Step 'charge' failed: card declined"
+    assert outcome["decoded"] == {"message": "Step 'charge' failed: card declined"}
+    assert j.count("charge") == 2 and j.count("rollback:reserve") == 1   # rolled back once
+
+
+def test_a_python_rollback_failure_reaches_node_decoded(bullmq, redis_url):
+    bullmq(order(Journal(), fail_rollback=True))
+    outcome = _node_executes_order(bullmq, redis_url)
+    assert outcome["text"].startswith("ORIJSError:{")
+    assert outcome["decoded"] == {
+        "message": "Step 'charge' failed: card declined",
+        "primary": {"name": "WorkflowStepError",
+                    "message": "Step 'charge' failed: card declined", "stepName": "charge"},
+        "rollbacks": [{"name": "RuntimeError", "message": "rollback reserve failed"}]}
+
+
+# -- the failure record: Node steps, a Python caller ------------------------------------------
+def _python_executes_order(bullmq, redis_url, node_consumer, **consume: Any
+                           ) -> WorkflowFailedError:
+    consumer = node_consumer(url=redis_url, queuePrefix=bullmq.queue_prefix, workflow="Order",
+                             fail="charge", rollbacks=["reserve"], count=1, **consume)
+    emitter = bullmq()
+    emitter.register_emitter("Order")
+    with pytest.raises(WorkflowFailedError) as info:
+        emitter.execute(order(Journal()), {"orderId": "o-2"}).result(timeout=GUARD)
+    assert consumer.result() == {"finished": 1}
+    return info.value
+
+
+def test_a_node_step_failure_reaches_python(bullmq, redis_url, node_consumer, r):
+    err = _python_executes_order(bullmq, redis_url, node_consumer)
+    assert (err.workflow_name, err.step_name) == ("Order", "charge")
+    assert (err.primary.step_name, err.primary.message) == ("charge", "card declined")
+    assert err.rollback_errors == []
+    assert r.lrange(f"{bullmq.queue_prefix}:node-rollbacks:{err.flow_id}", 0, -1) == \
+        ["reserve"]
+
+
+def test_a_node_rollback_failure_reaches_python_decoded(bullmq, redis_url, node_consumer):
+    err = _python_executes_order(bullmq, redis_url, node_consumer, failRollbacks=["reserve"])
+    assert (err.primary.step_name, err.primary.message) == ("charge", "card declined")
+    assert [(e.step_name, e.error_type, e.message) for e in err.rollback_errors] == \
+        [(None, "TypeError", "rollback reserve failed")]
+    assert "1 rollback(s) failed" in str(err)
