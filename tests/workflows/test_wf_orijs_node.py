@@ -5,9 +5,6 @@ failure record (a step failing in one language reaches the other as OriJS words 
 rollback failures arrive decoded)."""
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any, Dict, Iterator
@@ -15,37 +12,22 @@ from typing import Any, Dict, Iterator
 import pytest
 
 from orijs_sync.workflows import Workflow, WorkflowFailedError
+from node_stand_in import node_command, node_env, node_reply
 from test_wf_orijs_keys import VECTORS
 from wf_helpers import GUARD, Journal, wait_until
 
 HERE = Path(__file__).resolve().parent
 NODE_SCRIPT = HERE / "node_orijs_workflows.js"
-NODE_MODULES = HERE.parent / "interop" / "node_modules"
 
 
 def _command(command: str, args: Dict[str, Any]) -> list:
-    node = shutil.which("node")
-    assert node, "these tests need Node.js (`node` on PATH) and tests/interop's npm install"
-    assert (NODE_MODULES / "bullmq").is_dir(), f"Node bullmq is missing in {NODE_MODULES}"
-    return [node, str(NODE_SCRIPT), command, json.dumps(args)]
-
-
-def _env() -> Dict[str, str]:
-    return {**os.environ, "NODE_PATH": str(NODE_MODULES)}
-
-
-def _reply(stdout: str, stderr: str) -> Any:
-    lines = [line for line in stdout.splitlines() if line.strip()]
-    assert lines, f"node printed nothing; stderr:\n{stderr}"
-    reply = json.loads(lines[-1])
-    assert reply["ok"], f"node failed: {reply.get('error')}\nstderr:\n{stderr}"
-    return reply["result"]
+    return node_command(NODE_SCRIPT, command, args)
 
 
 def node(command: str, **args: Any) -> Any:
-    proc = subprocess.run(_command(command, args), env=_env(), stdin=subprocess.DEVNULL,
+    proc = subprocess.run(_command(command, args), env=node_env(), stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=60)
-    return _reply(proc.stdout, proc.stderr)
+    return node_reply(proc.stdout, proc.stderr)
 
 
 class NodeConsumer:
@@ -54,7 +36,7 @@ class NodeConsumer:
     def __init__(self, tmp_path: Path, **args: Any) -> None:
         ready = tmp_path / "node-ready"
         self.proc = subprocess.Popen(_command("consume", dict(args, readyFile=str(ready))),
-                                     env=_env(), stdin=subprocess.DEVNULL,
+                                     env=node_env(), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_until(lambda: ready.exists() or self.proc.poll() is not None,
                    what="the Node consumer")
@@ -62,7 +44,7 @@ class NodeConsumer:
 
     def result(self) -> Any:
         out, err = self.proc.communicate(timeout=GUARD)
-        return _reply(out, err)
+        return node_reply(out, err)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
