@@ -140,6 +140,10 @@ class JobProcessor:
         rolled_back, rollback_errors = self.p._executor.rollback(order, completed,
                                                                  get_rollback, ctx)
         summary = failure_summary(step_name, error, rolled_back, rollback_errors)
+        err = error_from_summary(workflow_name, ctx.flow_id, summary, cause=error,
+                                 rollback_errors=rollback_errors)
+        self.p._executor.on_error(definition.on_error if definition else None,
+                                  ctx.for_step(step_name, completed), err)
         text = encode_failure(step_name, type(error).__name__, error_message(error),
                               rollback_errors)
         self.p.flow_registry.record_failure(ctx.flow_id, text)   # before the job fails
@@ -148,8 +152,6 @@ class JobProcessor:
         except Exception:  # noqa: BLE001 - the waiting side falls back to failedReason
             log.warning("workflow %s (%s): could not log the failure summary on job %s",
                         workflow_name, ctx.flow_id, job.id, exc_info=True)
-        err = error_from_summary(workflow_name, ctx.flow_id, summary, cause=error,
-                                 rollback_errors=rollback_errors)
         self.p._settle_failed_locally(workflow_name, ctx.flow_id, err)
         return text
 

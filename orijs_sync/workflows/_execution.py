@@ -126,6 +126,19 @@ class StepExecutor:
             raise GroupFailed(name, error, succeeded) from error
         return succeeded
 
+    def on_error(self, fn: Optional[Callable[[WorkflowContext, BaseException], Any]],
+                 ctx: WorkflowContext, error: BaseException) -> None:
+        """Run a workflow's ``on_error`` hook; its own failure is logged, never raised."""
+        if fn is None:
+            return
+        try:
+            with propagation_context(ctx.meta):
+                fn(ctx, error)
+        except Exception as exc:  # noqa: BLE001 - must not mask the workflow's error
+            log.error("workflow %s (%s): on_error failed: %s (the workflow's error: %s)",
+                      ctx.workflow_name, ctx.flow_id, error_message(exc), error,
+                      exc_info=exc)
+
     def rollback(self, order: Sequence[str], completed: Mapping[str, Any],
                  get_rollback: Callable[[str], Optional[Callable[[WorkflowContext], Any]]],
                  ctx: WorkflowContext) -> Tuple[List[str], List[RollbackFailedError]]:

@@ -103,7 +103,11 @@ class Workflow:
 
     ``on_complete(ctx)``, if given, makes the workflow's result; without it the result
     is the dict of every step's result by step name. ``attempts``/``backoff`` are the
-    default retry options of its step jobs.
+    default retry options of its step jobs. ``on_error(ctx, error)`` (OriJS's onError)
+    runs once when the workflow fails, where the failure is decided (the process whose
+    step failed for the last time), after the rollbacks: ``ctx.results`` holds the
+    results so far, ``ctx.step_name`` the failed step, ``error`` is the
+    :class:`WorkflowFailedError` the caller gets; if it raises, that is logged.
     """
 
     name: str
@@ -111,11 +115,14 @@ class Workflow:
     attempts: Optional[int] = None
     backoff: Any = None
     groups: List[StepGroup] = field(default_factory=list)
+    on_error: Optional[Callable[["WorkflowContext", BaseException], Any]] = None
 
     def __post_init__(self) -> None:
         validate_workflow_name(self.name)
         if self.on_complete is not None and not callable(self.on_complete):
             raise TypeError("on_complete must be callable: on_complete(ctx) -> result")
+        if self.on_error is not None and not callable(self.on_error):
+            raise TypeError("on_error must be callable: on_error(ctx, error)")
         _check_retry(self.attempts, self.backoff, f"workflow {self.name!r}")
 
     # -- building ----------------------------------------------------------

@@ -236,8 +236,10 @@ class InProcessWorkflowProvider(ProviderBase):
             order, done, get_rollback, ctx.for_step(None, done))
         step_name = failure.step_name or None
         summary = failure_summary(step_name, failure.error, rolled_back, rollback_errors)
-        return error_from_summary(ctx.workflow_name, ctx.flow_id, summary, cause=failure.error,
-                                  rollback_errors=rollback_errors)
+        err = error_from_summary(ctx.workflow_name, ctx.flow_id, summary, cause=failure.error,
+                                 rollback_errors=rollback_errors)
+        self._executor.on_error(definition.on_error, ctx.for_step(step_name, done), err)
+        return err
 
     # -- status --------------------------------------------------------------------
     def get_status(self, flow_id: str, workflow_name: Optional[str] = None) -> str:
