@@ -16,7 +16,7 @@ from ._execution import StepExecutor
 from .context import current_meta
 from .definition import Workflow, validate_workflow_name
 from .errors import WorkflowNotRegisteredError
-from .handle import FlowTracker
+from .handle import FlowHandle, FlowTracker
 from .step_registry import StepRegistry
 
 MIN_STALL_INTERVAL = 5.0
@@ -142,12 +142,28 @@ class ProviderBase:
         text = dumps(data, f"data of workflow {definition.name!r}")
         resolved_meta = dict(meta) if meta is not None else current_meta()
         dumps(resolved_meta, "workflow meta")
-        base = self.default_timeout if timeout is None \
-            else float(to_seconds(timeout, "timeout") or 0.0)
-        effective = base + self.stall_interval if base > 0 else 0.0
+        effective = self._effective_timeout(timeout)
         self._check_started()
         return ExecuteCall(definition, idempotency_key or str(uuid.uuid4()), data, text,
                            resolved_meta, effective, idempotency_key)
+
+    def _effective_timeout(self, timeout: Optional[Seconds]) -> float:
+        """``timeout`` seconds (default ``default_timeout``; 0 = none) + stall interval."""
+        base = self.default_timeout if timeout is None \
+            else float(to_seconds(timeout, "timeout") or 0.0)
+        return base + self.stall_interval if base > 0 else 0.0
+
+    def get_handle(self, flow_id: str, workflow_name: Optional[str] = None, *,
+                   timeout: Optional[Seconds] = None) -> FlowHandle:  # pragma: no cover
+        raise NotImplementedError
+
+    def get_result(self, flow_id: str, workflow_name: Optional[str] = None, *,
+                   timeout: Optional[Seconds] = None) -> Any:
+        """Wait for a flow's result (OriJS's getResult): ``get_handle(...).result()``.
+        Raises the workflow's error, :class:`WorkflowNotFoundError`, or
+        :class:`WorkflowTimeoutError` after ``timeout`` (default ``default_timeout``)
+        plus ``stall_interval``."""
+        return self.get_handle(flow_id, workflow_name, timeout=timeout).result()
 
     def _definition(self, workflow: Union[Workflow, str]) -> Workflow:
         with self._lock:

@@ -38,7 +38,7 @@ from ._base import MIN_STALL_INTERVAL, ProviderBase
 from ._bullmq_jobs import JobProcessor, read_failure
 from ._registry import FlowRegistry
 from .definition import Workflow
-from .errors import WorkflowTimeoutError
+from .errors import WorkflowNotFoundError, WorkflowTimeoutError
 from .flow_builder import FlowBuilder
 from .handle import FlowHandle, Pending
 from .step_registry import StepRegistry
@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["BullMQWorkflowProvider", "MIN_STALL_INTERVAL"]
 
-_STATUS = {"completed": "completed", "failed": "failed", "unknown": "unknown"}
+_STATUS = {"completed": "completed", "failed": "failed", "unknown": "pending"}
 
 
 class BullMQWorkflowProvider(ProviderBase):
@@ -88,12 +88,17 @@ class BullMQWorkflowProvider(ProviderBase):
 
     # -- registration ------------------------------------------------------
     def _registered(self, workflow_name: str, consumer: bool) -> None:
-        queue_name = self.flow_builder.workflow_queue(workflow_name)
-        self._by_queue[queue_name] = workflow_name
-        if self._events is not None:
-            self._events.add_queue(queue_name)
+        self._watch(workflow_name)
         if consumer and self._state == "started" and workflow_name not in self._workers:
             self._start_workers(workflow_name)
+
+    def _watch(self, workflow_name: str) -> None:
+        """The events thread settles this workflow's flows from now on."""
+        with self._lock:
+            queue_name = self.flow_builder.workflow_queue(workflow_name)
+            self._by_queue[queue_name] = workflow_name
+            if self._events is not None:
+                self._events.add_queue(queue_name)
 
     def _start_workers(self, workflow_name: str) -> None:
         options: Dict[str, Any] = dict(connection=self._connection, prefix=self.prefix,
@@ -195,6 +200,8 @@ class BullMQWorkflowProvider(ProviderBase):
             return
         key = (name, ev.job_id)
         if not self._tracker.has_pending(key):
+            if ev.event == "completed":   # finished after its timeout: say so from now on
+                self._tracker.set_status(key, "completed", only_from="failed")
             return
         claimed = self._tracker.claim_all(key)
         if not claimed:
@@ -256,7 +263,7 @@ class BullMQWorkflowProvider(ProviderBase):
                 if self._tracker.claim(pending):
                     pending.handle._settle(exc=timeout_error)
             if not self._tracker.has_pending(key):
-                self._tracker.forget(key)    # status() now asks Redis
+                self._tracker.set_status(key, "failed")     # as OriJS: timed out = failed
 
     def _on_timeout(self, pending: Pending) -> None:
         """Timer thread: check Redis (on the aux pool) before rejecting."""
@@ -285,15 +292,34 @@ class BullMQWorkflowProvider(ProviderBase):
                                          lambda n, f: self._job_state(n, f) != "unknown")
 
     def get_status(self, flow_id: str, workflow_name: Optional[str] = None) -> str:
-        """pending, running, completed, failed, or unknown: the local state when this
-        process started the flow, else the workflow job's state in Redis."""
+        """pending, running, completed or failed: the local state when this process
+        started the flow, else the workflow job's state in Redis (a flow found nowhere
+        is pending, as in OriJS: it may not be added yet, or was cleaned up)."""
         local = self._local_status(flow_id, workflow_name)
         if local is not None:
             return local
         found = workflow_name or self.lookup_flow(flow_id)
         if found is None:
-            return "unknown"
+            return "pending"
         return _STATUS.get(self._job_state(found, flow_id), "running")
+
+    def get_handle(self, flow_id: str, workflow_name: Optional[str] = None, *,
+                   timeout: Optional[Seconds] = None) -> FlowHandle:
+        """A handle on a flow started by any process (found through the registry key,
+        then the known workflow queues); it settles as ``execute``'s does, within
+        ``timeout`` (default ``default_timeout``) plus ``stall_interval``. Raises
+        :class:`WorkflowNotFoundError` when no workflow job has this id."""
+        effective = self._effective_timeout(timeout)
+        self._check_started()
+        name = workflow_name or self.lookup_flow(flow_id)
+        if name is None or self._job_state(name, flow_id) == "unknown":
+            raise WorkflowNotFoundError(flow_id)
+        self._watch(name)                                  # FIRST: events from now on
+        key = (name, flow_id)
+        handle = FlowHandle(flow_id, name, self.get_status)
+        pending = self._tracker.add_pending(key, handle, effective, self._on_timeout)
+        self._settle_from_redis(key, [pending])            # THEN: already finished?
+        return handle
 
 
 def _close_all(workers: List[Worker], timeout: Optional[float]) -> None:

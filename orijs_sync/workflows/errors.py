@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from .. import errors
 
-__all__ = ["StepNotFoundError", "WorkflowNotRegisteredError", "StepFailedError",
+__all__ = ["StepNotFoundError", "WorkflowNotFoundError", "WorkflowNotRegisteredError", "StepFailedError",
            "RollbackFailedError", "WorkflowFailedError", "WorkflowTimeoutError",
            "StepTimeoutError"]
 
@@ -27,6 +27,15 @@ class StepNotFoundError(errors.OrijsError, LookupError):
         super().__init__(f"no step {step_name!r} registered for workflow {workflow_name!r}")
         self.workflow_name = workflow_name
         self.step_name = step_name
+
+
+class WorkflowNotFoundError(errors.OrijsError, LookupError):
+    """No workflow job has this flow id (never started, or already removed)."""
+
+    def __init__(self, flow_id: str) -> None:
+        super().__init__(f"workflow {flow_id!r} not found: it may not exist or has been "
+                         "cleaned up")
+        self.flow_id = flow_id
 
 
 class WorkflowNotRegisteredError(errors.InvalidStateError, LookupError):

@@ -26,7 +26,7 @@ from .._timer import Timer, TimerHandle
 
 __all__ = ["FlowHandle", "FlowTracker", "LocalFlowState", "Pending", "FLOW_STATUSES"]
 
-FLOW_STATUSES = ("pending", "running", "completed", "failed", "unknown")
+FLOW_STATUSES = ("pending", "running", "completed", "failed")
 FlowKey = Tuple[str, str]
 
 
@@ -46,7 +46,8 @@ class FlowHandle(Future):  # type: ignore[type-arg]
         return self._flow_id
 
     def status(self) -> str:
-        """pending, running, completed, failed or unknown (local state, else Redis)."""
+        """pending, running, completed or failed (local state, else Redis; failed after a
+        timeout until the outcome arrives)."""
         return self._status_fn(self._flow_id, self.workflow_name)
 
     def cancel(self) -> bool:

@@ -27,7 +27,7 @@ from ._execution import (
 )
 from .context import WorkflowContext
 from .definition import StepGroup, Workflow, backoff_seconds
-from .errors import WorkflowTimeoutError
+from .errors import WorkflowNotFoundError, WorkflowTimeoutError
 from .handle import FlowHandle, Pending
 from .results import result_key, sanitize
 from .step_registry import RegisteredStep, StepRegistry
@@ -122,6 +122,8 @@ class InProcessWorkflowProvider(ProviderBase):
 
     def _on_timeout(self, pending: Pending) -> None:
         if self._tracker.claim(pending):
+            if not self._tracker.has_pending(pending.key):
+                self._tracker.set_status(pending.key, "failed")   # as OriJS
             pending.handle._settle(exc=WorkflowTimeoutError(pending.key[0], pending.key[1],
                                                             pending.timeout))
 
@@ -244,5 +246,25 @@ class InProcessWorkflowProvider(ProviderBase):
     # -- status --------------------------------------------------------------------
     def get_status(self, flow_id: str, workflow_name: Optional[str] = None) -> str:
         """pending, running, completed or failed while the flow's local state lives;
-        else unknown."""
-        return self._local_status(flow_id, workflow_name) or "unknown"
+        else pending (as OriJS answers for a flow it cannot find)."""
+        return self._local_status(flow_id, workflow_name) or "pending"
+
+    def get_handle(self, flow_id: str, workflow_name: Optional[str] = None, *,
+                   timeout: Optional[Seconds] = None) -> FlowHandle:
+        """A handle on a flow of this provider whose local state still lives.
+        Raises :class:`WorkflowNotFoundError` otherwise."""
+        effective = self._effective_timeout(timeout)
+        self._check_started()
+        for name in [workflow_name] if workflow_name else self._known_names():
+            key = (name, flow_id)
+            state = self._tracker.get_state(key)
+            if state is None:
+                continue
+            handle = FlowHandle(flow_id, name, self.get_status)
+            pending = self._tracker.add_pending(key, handle, effective, self._on_timeout)
+            outcome = state.outcome         # finished already: settle now
+            if outcome is not None and self._tracker.claim(pending):
+                ok, value = outcome
+                handle._settle(result=value) if ok else handle._settle(exc=value)
+            return handle
+        raise WorkflowNotFoundError(flow_id)

@@ -2,11 +2,14 @@
 defaults and lookups, on both providers (in-process and BullMQ)."""
 from __future__ import annotations
 
+import threading
 from typing import Any, List
 
 import pytest
 
-from orijs_sync.workflows import Workflow, WorkflowFailedError
+from orijs_sync import errors
+from orijs_sync.workflows import (Workflow, WorkflowFailedError, WorkflowNotFoundError,
+                                  WorkflowTimeoutError)
 from wf_helpers import GUARD, Journal
 
 
@@ -38,3 +41,49 @@ def test_on_error_runs_once_after_the_rollbacks_with_the_results_so_far(make_pro
 def test_on_error_must_be_callable():
     with pytest.raises(TypeError, match="on_error"):
         Workflow("Bad", on_error="not a function")  # type: ignore[arg-type]
+
+
+# -- get_status / get_result / get_handle -------------------------------------------------
+def test_status_of_a_flow_found_nowhere_is_pending(make_provider):
+    provider = make_provider(Workflow("Known").step("a", lambda ctx: 1))
+    assert provider.get_status("never-started") == "pending"
+
+
+def test_get_result_and_get_handle_of_a_flow(make_provider):
+    gate = threading.Event()
+    wf = Workflow("Lookup").step("a", lambda ctx: gate.wait(GUARD) and ctx.data["n"])
+    bad = Workflow("LookupBad").step("a", Journal().step("a", fail=True))
+    provider = make_provider(wf, bad)
+    running = provider.execute(wf, {"n": 5})
+    later = provider.get_handle(running.id)                 # while it runs
+    assert (later.id, later.workflow_name, later.done()) == (running.id, "Lookup", False)
+    gate.set()
+    assert later.result(timeout=GUARD) == {"a": 5} == running.result(timeout=GUARD)
+    assert provider.get_result(running.id) == {"a": 5}      # finished: at once
+    assert provider.get_handle(running.id, "Lookup").result(timeout=GUARD) == {"a": 5}
+    failed = provider.execute(bad, {})
+    with pytest.raises(WorkflowFailedError):
+        failed.result(timeout=GUARD)
+    with pytest.raises(WorkflowFailedError) as info:
+        provider.get_result(failed.id)
+    assert info.value.primary.step_name == "a"
+    with pytest.raises(WorkflowNotFoundError):
+        provider.get_handle("never-started")
+    assert isinstance(WorkflowNotFoundError("x"), errors.OrijsError)
+
+
+def test_get_result_from_a_process_that_knows_no_workflow(bullmq):
+    gate = threading.Event()
+    wf = Workflow("Far").step("a", lambda ctx: gate.wait(GUARD) and "done")
+    bad = Workflow("FarBad").step("a", Journal().step("a", fail=True), attempts=1)
+    runner = bullmq(wf, bad)
+    running, failed = runner.execute(wf, {}), runner.execute(bad, {})
+    stranger = bullmq()                    # finds them through the registry key
+    handle = stranger.get_handle(running.id)
+    assert handle.workflow_name == "Far" and not handle.done()
+    gate.set()
+    assert handle.result(timeout=GUARD) == {"a": "done"}
+    assert stranger.get_result(running.id) == {"a": "done"}
+    with pytest.raises(WorkflowFailedError) as info:
+        stranger.get_result(failed.id)
+    assert (info.value.primary.step_name, info.value.primary.message) == ("a", "a failed")
