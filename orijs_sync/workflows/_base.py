@@ -20,6 +20,10 @@ from .handle import FlowHandle, FlowTracker
 from .step_registry import StepRegistry
 
 MIN_STALL_INTERVAL = 5.0
+# Step jobs' retry options unless the provider, the workflow or the step says otherwise:
+# OriJS's (3 attempts, exponential back-off from 1 s).
+DEFAULT_STEP_OPTIONS: Mapping[str, Any] = {"attempts": 3,
+                                           "backoff": {"type": "exponential", "delay": 1.0}}
 
 
 @dataclass
@@ -66,7 +70,7 @@ class ProviderBase:
         self.concurrency = concurrency
         self.provider_id = provider_id or f"{socket.gethostname()}-{os.getpid()}"
         self.step_registry = step_registry or StepRegistry()
-        self.default_step_options = dict(default_step_options or {})
+        self.default_step_options = {**DEFAULT_STEP_OPTIONS, **(default_step_options or {})}
         self._timer = Timer(f"orijs-workflow-timer-{name}")
         self._tracker = FlowTracker(self._timer, max_flow_states=max_flow_states,
                                     cleanup_delay=self.cleanup_delay)

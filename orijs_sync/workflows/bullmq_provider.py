@@ -55,7 +55,9 @@ class BullMQWorkflowProvider(ProviderBase):
     interval and lock duration: a step whose process dies runs again elsewhere after
     about one to two intervals, and every timeout is extended by it. ``concurrency``
     is per worker (each registered workflow has a step worker and a workflow worker);
-    ``parallel_workers`` bounds the threads running parallel members and timed steps."""
+    ``parallel_workers`` bounds the threads running parallel members and timed steps.
+    ``default_step_options`` are the step jobs' options (OriJS's defaults: 3 attempts,
+    exponential back-off from 1 s), under each workflow's and each step's own."""
 
     def __init__(self, connection: ConnectionLike = None, queue_prefix: str = "workflow",
                  default_timeout: Seconds = 30.0, stall_interval: Seconds = 5.0,

@@ -87,3 +87,31 @@ def test_get_result_from_a_process_that_knows_no_workflow(bullmq):
     with pytest.raises(WorkflowFailedError) as info:
         stranger.get_result(failed.id)
     assert (info.value.primary.step_name, info.value.primary.message) == ("a", "a failed")
+
+
+# -- step retry defaults --------------------------------------------------------------------
+def test_step_retry_defaults_are_orijs_and_overridable(make_provider, redis_url):
+    runs = Journal()
+    default = Workflow("RetryDefault").step("a", runs.step("a", fail=True))
+    per_workflow = Workflow("RetryWf", attempts=2, backoff=0.01).step("b",
+                                                                       runs.step("b", fail=True))
+    per_step = (Workflow("RetryStep", attempts=2, backoff=0.01)
+                .step("c", runs.step("c", fail=True), attempts=1))
+    provider = make_provider(default, per_workflow, per_step, default_step_options=None)
+    assert provider.default_step_options == {"attempts": 3,
+                                             "backoff": {"type": "exponential", "delay": 1.0}}
+    per_provider = Workflow("RetryProvider").step("d", runs.step("d", fail=True))
+    other = make_provider(per_provider, default_step_options={"attempts": 2, "backoff": 0.01})
+    handles = [provider.execute(wf, {}) for wf in (default, per_workflow, per_step)]
+    handles.append(other.execute(per_provider, {}))
+    for handle in handles:
+        with pytest.raises(WorkflowFailedError):
+            handle.result(timeout=GUARD)
+    assert [runs.count(n) for n in "abcd"] == [3, 2, 1, 2]
+    if make_provider.kind == "bullmq":       # in Redis as OriJS writes them: milliseconds
+        from orijs_sync import Queue
+        with Queue(f"{make_provider.queue_prefix}.RetryDefault.steps",
+                   connection=redis_url) as steps:
+            opts = steps.get_job(f"{handles[0].id}-step-a").opts
+        assert (opts["attempts"], opts["backoff"]) == (3, {"type": "exponential",
+                                                           "delay": 1000})
