@@ -10,7 +10,7 @@ import pytest
 from orijs_sync import errors
 from orijs_sync.workflows import (Workflow, WorkflowFailedError, WorkflowNotFoundError,
                                   WorkflowTimeoutError)
-from wf_helpers import GUARD, Journal
+from wf_helpers import GUARD, Journal, wait_until
 
 
 def test_on_error_runs_once_after_the_rollbacks_with_the_results_so_far(make_provider):
@@ -115,3 +115,16 @@ def test_step_retry_defaults_are_orijs_and_overridable(make_provider, redis_url)
             opts = steps.get_job(f"{handles[0].id}-step-a").opts
         assert (opts["attempts"], opts["backoff"]) == (3, {"type": "exponential",
                                                            "delay": 1000})
+
+
+# -- local state bounds: 0 means off, as in OriJS -------------------------------------------
+def test_max_flow_states_zero_is_no_limit_and_cleanup_delay_zero_never_cleans(make_provider):
+    wf = Workflow("Kept").step("a", lambda ctx: ctx.data)
+    provider = make_provider(wf, max_flow_states=0, flow_state_cleanup_delay=0)
+    handles = [provider.execute(wf, n) for n in range(3)]
+    assert [h.result(timeout=GUARD) for h in handles] == [{"a": n} for n in range(3)]
+    wait_until(lambda: provider.stats()["timers"] == 0, what="no timer left")
+    assert provider.stats()["flow_states"] == 3
+    assert [provider._local_status(h.id, "Kept") for h in handles] == ["completed"] * 3
+    with pytest.raises(ValueError, match="max_flow_states"):
+        make_provider(wf, max_flow_states=-1, start=False)
