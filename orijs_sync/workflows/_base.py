@@ -43,6 +43,12 @@ class ExecuteCall:
         return (self.definition.name, self.flow_id)
 
 
+def _check_concurrency(concurrency: Any) -> int:
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+    return concurrency
+
+
 class ProviderBase:
     """Durations are seconds. ``stall_interval`` must be >= 5: shorter intervals mistake
     GC pauses and network hiccups for dead workers; every timeout is extended by it."""
@@ -65,9 +71,7 @@ class ProviderBase:
         self.step_timeout = float(to_seconds(step_timeout, "step_timeout") or 0.0)
         self.cleanup_delay = float(to_seconds(flow_state_cleanup_delay,
                                               "flow_state_cleanup_delay", allow_none=False) or 0.0)
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}")
-        self.concurrency = concurrency
+        self.concurrency = _check_concurrency(concurrency)
         self.provider_id = provider_id or f"{socket.gethostname()}-{os.getpid()}"
         self.step_registry = step_registry or StepRegistry()
         self.default_step_options = {**DEFAULT_STEP_OPTIONS, **(default_step_options or {})}
@@ -79,13 +83,18 @@ class ProviderBase:
         self._lock = threading.RLock()          # guards the fields below (and subclasses')
         self._definitions: Dict[str, Workflow] = {}
         self._emitters: Set[str] = set()
+        self._workflow_concurrency: Dict[str, int] = {}   # register(..., concurrency=)
         self._state = "new"                     # new -> started -> stopped
 
     # -- registration ------------------------------------------------------
-    def register(self, workflow: Workflow) -> None:
-        """Run this workflow's steps (and its completion) in this process."""
+    def register(self, workflow: Workflow, *, concurrency: Optional[int] = None) -> None:
+        """Run this workflow's steps (and its completion) in this process; ``concurrency``
+        (default: the provider's) bounds how many of its jobs (in-process: its runs) this
+        process runs at once, as OriJS's per-workflow ``concurrency``."""
         if not isinstance(workflow, Workflow):
             raise TypeError(f"register() takes a Workflow, not {type(workflow).__name__}")
+        if concurrency is not None:
+            _check_concurrency(concurrency)
         with self._lock:
             self._refuse_if_stopped()
             for step in workflow.steps.values():
@@ -93,6 +102,8 @@ class ProviderBase:
                 self.step_registry.register(workflow.name, step.name, step.handler,
                                             step.rollback)
             self._definitions[workflow.name] = workflow
+            if concurrency is not None:
+                self._workflow_concurrency[workflow.name] = concurrency
             self._registered(workflow.name, consumer=True)
 
     def register_emitter(self, workflow_name: str) -> None:

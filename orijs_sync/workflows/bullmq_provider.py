@@ -104,7 +104,8 @@ class BullMQWorkflowProvider(ProviderBase):
 
     def _start_workers(self, workflow_name: str) -> None:
         options: Dict[str, Any] = dict(connection=self._connection, prefix=self.prefix,
-                                       concurrency=self.concurrency,
+                                       concurrency=self._workflow_concurrency.get(
+                                           workflow_name, self.concurrency),
                                        stalled_interval=self.stall_interval,
                                        lock_duration=self.stall_interval,
                                        worker_name=self.provider_id)

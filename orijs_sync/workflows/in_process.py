@@ -63,6 +63,7 @@ class InProcessWorkflowProvider(ProviderBase):
                          step_registry=step_registry,
                          default_step_options=default_step_options)
         self._runner: Optional[ThreadPoolExecutor] = None
+        self._runners: Dict[str, ThreadPoolExecutor] = {}   # workflows with own concurrency
         self._stopping = threading.Event()
 
     def start(self) -> "InProcessWorkflowProvider":
@@ -83,9 +84,12 @@ class InProcessWorkflowProvider(ProviderBase):
                 return
             self._state = "stopped"
             self._stopping.set()          # a run that has not started yet will not
-            runner, self._runner = self._runner, None
-        if runner is not None:
-            runner.shutdown(wait=True, cancel_futures=True)
+            runners = [self._runner, *self._runners.values()]
+            self._runner = None
+            self._runners.clear()
+        for runner in runners:
+            if runner is not None:
+                runner.shutdown(wait=True, cancel_futures=True)
         self._executor.shutdown()
         self._timer.stop()
         shutdown = errors.ShutdownError("the workflow provider stopped")
@@ -98,8 +102,7 @@ class InProcessWorkflowProvider(ProviderBase):
                 idempotency_key: Optional[str] = None) -> FlowHandle:
         call = self._prepare(workflow, data, meta, timeout, idempotency_key)
         key = call.key
-        with self._lock:
-            runner = self._runner
+        runner = self._runner_for(key[0])
         if runner is None:
             raise errors.ShutdownError("the workflow provider is stopped")
         handle = FlowHandle(call.flow_id, key[0], self.get_status)
@@ -119,6 +122,19 @@ class InProcessWorkflowProvider(ProviderBase):
             return handle
         self._tracker.set_status(key, "running", only_from="pending")
         return handle
+
+    def _runner_for(self, workflow_name: str) -> Optional[ThreadPoolExecutor]:
+        """The pool running this workflow: its own when registered with a concurrency."""
+        with self._lock:
+            limit = self._workflow_concurrency.get(workflow_name)
+            if self._runner is None or limit is None:
+                return self._runner
+            runner = self._runners.get(workflow_name)
+            if runner is None:
+                runner = ThreadPoolExecutor(limit, thread_name_prefix=f"orijs-workflow-run-"
+                                                                       f"{workflow_name}")
+                self._runners[workflow_name] = runner
+            return runner
 
     def _on_timeout(self, pending: Pending) -> None:
         if self._tracker.claim(pending):

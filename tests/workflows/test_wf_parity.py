@@ -128,3 +128,38 @@ def test_max_flow_states_zero_is_no_limit_and_cleanup_delay_zero_never_cleans(ma
     assert [provider._local_status(h.id, "Kept") for h in handles] == ["completed"] * 3
     with pytest.raises(ValueError, match="max_flow_states"):
         make_provider(wf, max_flow_states=-1, start=False)
+
+
+def test_per_workflow_concurrency_at_registration(make_provider):
+    """Two flows of a workflow registered with concurrency=1 never run at once (each
+    step waits up to 3 s for the other); another workflow keeps the provider's."""
+    lock, active, peaks = threading.Lock(), [0], {"One": 0, "Many": 0}
+    both = threading.Barrier(2)
+
+    def step(name: str) -> Any:
+        def run(ctx: Any) -> int:
+            with lock:
+                active[0] += 1
+                peaks[name] = max(peaks[name], active[0])
+            try:
+                both.wait(timeout=3.0)            # met only if two run at once
+            except threading.BrokenBarrierError:
+                pass
+            finally:
+                with lock:
+                    active[0] -= 1
+            return 1
+        return run
+
+    one, many = Workflow("One").step("a", step("One")), Workflow("Many").step("a", step("Many"))
+    provider = make_provider(start=False)
+    provider.register(one, concurrency=1)
+    provider.register(many)
+    provider.start()
+    for wf in (one, many):
+        both.reset()
+        handles = [provider.execute(wf, {}) for _ in range(2)]
+        assert [h.result(timeout=GUARD) for h in handles] == [{"a": 1}] * 2
+    assert peaks == {"One": 1, "Many": 2}
+    with pytest.raises(ValueError, match="concurrency"):
+        provider.register(many, concurrency=0)
