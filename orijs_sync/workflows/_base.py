@@ -84,6 +84,7 @@ class ProviderBase:
         self._definitions: Dict[str, Workflow] = {}
         self._emitters: Set[str] = set()
         self._workflow_concurrency: Dict[str, int] = {}   # register(..., concurrency=)
+        self._shapes: Dict[str, Workflow] = {}            # register_emitter(definition)
         self._state = "new"                     # new -> started -> stopped
 
     # -- registration ------------------------------------------------------
@@ -95,10 +96,14 @@ class ProviderBase:
             raise TypeError(f"register() takes a Workflow, not {type(workflow).__name__}")
         if concurrency is not None:
             _check_concurrency(concurrency)
+        if workflow.declared_only:
+            raise TypeError(f"workflow {workflow.name!r} declares steps without handlers "
+                            f"({', '.join(workflow.declared_only)}): a process that only "
+                            "starts it calls register_emitter(workflow)")
         with self._lock:
             self._refuse_if_stopped()
             for step in workflow.steps.values():
-                assert step.handler is not None
+                assert step.handler is not None   # declared_only is empty
                 self.step_registry.register(workflow.name, step.name, step.handler,
                                             step.rollback)
             self._definitions[workflow.name] = workflow
@@ -106,12 +111,19 @@ class ProviderBase:
                 self._workflow_concurrency[workflow.name] = concurrency
             self._registered(workflow.name, consumer=True)
 
-    def register_emitter(self, workflow_name: str) -> None:
-        """Start this workflow from here; another process runs its steps."""
-        validate_workflow_name(workflow_name)
+    def register_emitter(self, workflow: Union[str, Workflow]) -> None:
+        """Start this workflow from here; another process runs its steps. Given its
+        definition (the shape is enough: steps need no handlers), ``execute`` takes the
+        workflow's name too."""
+        if isinstance(workflow, Workflow):
+            workflow_name = workflow.name
+        else:
+            workflow_name = validate_workflow_name(workflow)
         with self._lock:
             self._refuse_if_stopped()
             self._emitters.add(workflow_name)
+            if isinstance(workflow, Workflow):
+                self._shapes[workflow_name] = workflow
             self._registered(workflow_name, consumer=False)
 
     def _registered(self, workflow_name: str, consumer: bool) -> None:
@@ -190,7 +202,7 @@ class ProviderBase:
                     found = self._definitions.get(name, workflow)
             elif isinstance(workflow, str):
                 name = workflow
-                found = self._definitions.get(name)
+                found = self._definitions.get(name) or self._shapes.get(name)
                 known = found is not None
             else:
                 raise TypeError(f"execute() takes a Workflow or its name, not "
@@ -198,7 +210,8 @@ class ProviderBase:
         if not known or found is None:
             raise WorkflowNotRegisteredError(
                 f"workflow {name!r} is not registered here: call register(workflow) (this "
-                f"process runs it) or register_emitter({name!r}) and pass the Workflow")
+                f"process runs it) or register_emitter(workflow) (its definition: the "
+                f"shape is enough)")
         return found
 
     # -- status --------------------------------------------------------------

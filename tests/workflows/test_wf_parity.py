@@ -9,7 +9,7 @@ import pytest
 
 from orijs_sync import errors
 from orijs_sync.workflows import (Workflow, WorkflowFailedError, WorkflowNotFoundError,
-                                  WorkflowTimeoutError)
+                                  WorkflowNotRegisteredError)
 from wf_helpers import GUARD, Journal, wait_until
 
 
@@ -163,3 +163,31 @@ def test_per_workflow_concurrency_at_registration(make_provider):
     assert peaks == {"One": 1, "Many": 2}
     with pytest.raises(ValueError, match="concurrency"):
         provider.register(many, concurrency=0)
+
+
+# -- emitter-only processes declare the shape -------------------------------------------------
+def test_an_emitter_declares_the_shape_without_handlers(make_provider):
+    shape = Workflow("Declared").step("a").parallel("b", "c").step("d")
+    full = (Workflow("Declared").step("a", lambda ctx: 1)
+            .parallel(("b", lambda ctx: 2), ("c", lambda ctx: 3))
+            .step("d", lambda ctx: sorted(ctx.results)))
+    assert shape.shape() == full.shape() and shape.declared_only == ["a", "b", "c", "d"]
+    expected = {"a": 1, "b": 2, "c": 3, "d": ["a", "b", "c"]}
+    if make_provider.kind == "bullmq":
+        emitter = make_provider()
+        emitter.register_emitter(shape)                 # no step callables here
+        make_provider(full)                             # another process runs it
+    else:
+        emitter = make_provider(full)                   # in-process: the runner itself
+    assert emitter.execute("Declared", {}).result(timeout=GUARD) == expected
+    with pytest.raises(TypeError, match="register_emitter"):
+        emitter.register(shape)
+    with pytest.raises(TypeError, match="rollback but no handler"):
+        Workflow("Bad").step("a", None, lambda ctx: None)
+
+
+def test_an_unregistered_name_is_refused_before_anything_is_written(make_provider):
+    provider = make_provider()
+    provider.register_emitter("ByNameOnly")            # a name alone: no shape to build
+    with pytest.raises(WorkflowNotRegisteredError, match="register_emitter"):
+        provider.execute("ByNameOnly", {})
