@@ -1,6 +1,7 @@
 """What both workflow providers share: options, registration, argument checks, state."""
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -59,7 +60,10 @@ class ProviderBase:
                  step_timeout: Seconds, max_flow_states: int, provider_id: Optional[str],
                  flow_state_cleanup_delay: Seconds, concurrency: int, parallel_workers: int,
                  step_registry: Optional[StepRegistry],
-                 default_step_options: Optional[Mapping[str, Any]]) -> None:
+                 default_step_options: Optional[Mapping[str, Any]],
+                 logger: Optional[logging.Logger] = None) -> None:
+        # The library's own loggers unless one is given (OriJS's ``logger`` option).
+        self._log = logger or logging.getLogger(type(self).__module__)
         self.stall_interval = float(to_seconds(stall_interval, "stall_interval",
                                                allow_none=False) or 0.0)
         if self.stall_interval < MIN_STALL_INTERVAL:
@@ -79,7 +83,7 @@ class ProviderBase:
         self._tracker = FlowTracker(self._timer, max_flow_states=max_flow_states,
                                     cleanup_delay=self.cleanup_delay)
         self._executor = StepExecutor(f"orijs-workflow-{name}", step_timeout=self.step_timeout,
-                                      max_workers=parallel_workers)
+                                      max_workers=parallel_workers, logger=logger)
         self._lock = threading.RLock()          # guards the fields below (and subclasses')
         self._definitions: Dict[str, Workflow] = {}
         self._emitters: Set[str] = set()

@@ -22,7 +22,6 @@ succeeded are rolled back (the retry runs them again); earlier steps are kept.
 from __future__ import annotations
 
 import json
-import logging
 import re
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
@@ -52,8 +51,6 @@ from .results import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from .bullmq_provider import BullMQWorkflowProvider
-
-log = logging.getLogger(__name__)
 
 CHILD_FAILED = re.compile(r"^child (.+) failed$")
 MAX_DEPTH = 10_000
@@ -150,7 +147,7 @@ class JobProcessor:
         try:
             job.log(FAILURE_LOG_TAG + dumps(summary))
         except Exception:  # noqa: BLE001 - the waiting side falls back to failedReason
-            log.warning("workflow %s (%s): could not log the failure summary on job %s",
+            self.p._log.warning("workflow %s (%s): could not log the failure summary on job %s",
                         workflow_name, ctx.flow_id, job.id, exc_info=True)
         self.p._settle_failed_locally(workflow_name, ctx.flow_id, err)
         return text
@@ -185,8 +182,8 @@ def read_failure(producer: Any, registry: FlowRegistry, workflow_name: str, flow
             step_name = data.get("stepName") if data.get("type") == "step" else None
             break
     except Exception:  # noqa: BLE001 - Redis trouble: report what we have
-        log.warning("workflow %s (%s): could not read the failure from Redis", workflow_name,
-                    flow_id, exc_info=True)
+        registry.log.warning("workflow %s (%s): could not read the failure from Redis",
+                             workflow_name, flow_id, exc_info=True)
     record = registry.read_failure(flow_id)
     return decode_failure(workflow_name, flow_id,
                           record if record is not None else (reason or "workflow failed"),

@@ -27,8 +27,10 @@ def flow_hash(flow_id: str) -> str:
 
 
 class FlowRegistry:
-    def __init__(self, client: Any, queue_prefix: str) -> None:
+    def __init__(self, client: Any, queue_prefix: str,
+                 logger: Optional[logging.Logger] = None) -> None:
         self.client = client
+        self.log = logger or log
         self.queue_prefix = queue_prefix
 
     def key(self, flow_id: str) -> str:
@@ -43,7 +45,7 @@ class FlowRegistry:
         try:
             self.client.set(self.failure_key(flow_id), text, ex=REGISTRY_TTL)
         except Exception:  # noqa: BLE001 - non-fatal
-            log.warning("could not store the failure record of flow %s", flow_id,
+            self.log.warning("could not store the failure record of flow %s", flow_id,
                         exc_info=True)
 
     def read_failure(self, flow_id: str) -> Optional[str]:
@@ -51,7 +53,7 @@ class FlowRegistry:
         try:
             text = self.client.get(self.failure_key(flow_id))
         except Exception:  # noqa: BLE001 - non-fatal: the caller falls back
-            log.warning("could not read the failure record of flow %s", flow_id,
+            self.log.warning("could not read the failure record of flow %s", flow_id,
                         exc_info=True)
             return None
         if isinstance(text, bytes):
@@ -62,7 +64,7 @@ class FlowRegistry:
         try:
             self.client.set(self.key(flow_id), workflow_name, ex=REGISTRY_TTL)
         except Exception:  # noqa: BLE001 - non-fatal: lookups fall back to searching
-            log.warning("could not register flow %s in the flow registry", flow_id,
+            self.log.warning("could not register flow %s in the flow registry", flow_id,
                         exc_info=True)
 
     def lookup(self, flow_id: str, candidates: Iterable[str],

@@ -25,13 +25,14 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, Union
 
 from .. import errors
 from .. import options as job_options
 from .._util import Seconds
 from ..connection import ConnectionLike, as_connection
 from ..flow_producer import FlowProducer
+from ..queue import Queue
 from ..queue_events import QueueEvent, QueueEvents
 from ..worker import Worker
 from ._base import MIN_STALL_INTERVAL, ProviderBase
@@ -42,8 +43,6 @@ from .errors import WorkflowNotFoundError, WorkflowTimeoutError
 from .flow_builder import FlowBuilder
 from .handle import FlowHandle, Pending
 from .step_registry import StepRegistry
-
-log = logging.getLogger(__name__)
 
 __all__ = ["BullMQWorkflowProvider", "MIN_STALL_INTERVAL"]
 
@@ -56,7 +55,8 @@ class BullMQWorkflowProvider(ProviderBase):
     about one to two intervals, and every timeout is extended by it. ``concurrency``
     is per worker (each registered workflow has a step worker and a workflow worker);
     ``parallel_workers`` bounds the threads running parallel members and timed steps.
-    ``default_step_options`` are the step jobs' options (OriJS's defaults: 3 attempts,
+    ``logger`` and the ``*_class`` options are OriJS's injectables (the classes must be
+    subclasses of ours). ``default_step_options`` are the step jobs' options (OriJS's defaults: 3 attempts,
     exponential back-off from 1 s), under each workflow's and each step's own."""
 
     def __init__(self, connection: ConnectionLike = None, queue_prefix: str = "workflow",
@@ -66,22 +66,28 @@ class BullMQWorkflowProvider(ProviderBase):
                  flow_state_cleanup_delay: Seconds = 300.0, prefix: str = "bull",
                  concurrency: int = 10, parallel_workers: int = 16,
                  step_registry: Optional[StepRegistry] = None,
-                 default_step_options: Optional[Mapping[str, Any]] = None) -> None:
+                 default_step_options: Optional[Mapping[str, Any]] = None,
+                 logger: Optional[logging.Logger] = None,
+                 queue_class: Type[Queue] = Queue, worker_class: Type[Worker] = Worker,
+                 queue_events_class: Type[QueueEvents] = QueueEvents,
+                 flow_producer_class: Type[FlowProducer] = FlowProducer) -> None:
         self.flow_builder = FlowBuilder(queue_prefix)
+        self._worker_class, self._queue_events_class = worker_class, queue_events_class
         super().__init__(name=queue_prefix, default_timeout=default_timeout,
                          stall_interval=stall_interval, step_timeout=step_timeout,
                          max_flow_states=max_flow_states, provider_id=provider_id,
                          flow_state_cleanup_delay=flow_state_cleanup_delay,
                          concurrency=concurrency, parallel_workers=parallel_workers,
                          step_registry=step_registry,
-                         default_step_options=default_step_options)
+                         default_step_options=default_step_options, logger=logger)
         job_options.encode(self.default_step_options)     # bad options fail here, not later
         self.queue_prefix = queue_prefix
         self.prefix = prefix
         self._connection = as_connection(connection)
         self._owns_connection = self._connection is not connection
-        self._producer = FlowProducer(self._connection, prefix=prefix)
-        self.flow_registry = FlowRegistry(self._connection.client, queue_prefix)
+        self._producer = flow_producer_class(self._connection, prefix=prefix,
+                                             queue_class=queue_class)
+        self.flow_registry = FlowRegistry(self._connection.client, queue_prefix, logger)
         self._aux = ThreadPoolExecutor(4, thread_name_prefix="orijs-workflow-aux")
         self._processor = JobProcessor(self)
         self._by_queue: Dict[str, str] = {}    # workflow queue name -> workflow name
@@ -110,9 +116,9 @@ class BullMQWorkflowProvider(ProviderBase):
                                        lock_duration=self.stall_interval,
                                        worker_name=self.provider_id)
         p = self._processor
-        steps = Worker(self.flow_builder.steps_queue(workflow_name),
+        steps = self._worker_class(self.flow_builder.steps_queue(workflow_name),
                        lambda job: p.process_step(workflow_name, job), **options)
-        flows = Worker(self.flow_builder.workflow_queue(workflow_name),
+        flows = self._worker_class(self.flow_builder.workflow_queue(workflow_name),
                        lambda job: p.process_workflow(workflow_name, job), **options)
         self._workers[workflow_name] = (steps, flows)
         steps.start()
@@ -127,8 +133,8 @@ class BullMQWorkflowProvider(ProviderBase):
                 return self
             self._connection.ping()
             self._timer.start()
-            events = QueueEvents(list(self._by_queue), connection=self._connection,
-                                 prefix=self.prefix, autorun=False)
+            events = self._queue_events_class(list(self._by_queue), connection=self._connection,
+                                              prefix=self.prefix, autorun=False)
             events.on_event(self._on_event)
             self._events = events
             events.start()
@@ -250,7 +256,7 @@ class BullMQWorkflowProvider(ProviderBase):
             state = queue.get_job_state(key[1])
             job = queue.get_job(key[1]) if state in ("completed", "failed") else None
         except Exception:  # noqa: BLE001 - Redis unreachable: judge by what we have
-            log.warning("workflow %s (%s): could not read its state", key[0], key[1],
+            self._log.warning("workflow %s (%s): could not read its state", key[0], key[1],
                         exc_info=True)
             state, job = "unknown", None
         claimed = [p for p in candidates if not p.settled]

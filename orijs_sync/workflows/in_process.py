@@ -32,8 +32,6 @@ from .handle import FlowHandle, Pending
 from .results import result_key, sanitize
 from .step_registry import RegisteredStep, StepRegistry
 
-log = logging.getLogger(__name__)
-
 __all__ = ["InProcessWorkflowProvider"]
 
 FlowKey = Tuple[str, str]
@@ -54,14 +52,15 @@ class InProcessWorkflowProvider(ProviderBase):
                  provider_id: Optional[str] = None, *,
                  flow_state_cleanup_delay: Seconds = 300.0, concurrency: int = 10,
                  parallel_workers: int = 16, step_registry: Optional[StepRegistry] = None,
-                 default_step_options: Optional[Mapping[str, Any]] = None) -> None:
+                 default_step_options: Optional[Mapping[str, Any]] = None,
+                 logger: Optional[logging.Logger] = None) -> None:
         super().__init__(name="inprocess", default_timeout=default_timeout,
                          stall_interval=stall_interval, step_timeout=step_timeout,
                          max_flow_states=max_flow_states, provider_id=provider_id,
                          flow_state_cleanup_delay=flow_state_cleanup_delay,
                          concurrency=concurrency, parallel_workers=parallel_workers,
                          step_registry=step_registry,
-                         default_step_options=default_step_options)
+                         default_step_options=default_step_options, logger=logger)
         self._runner: Optional[ThreadPoolExecutor] = None
         self._runners: Dict[str, ThreadPoolExecutor] = {}   # workflows with own concurrency
         self._stopping = threading.Event()
@@ -196,7 +195,7 @@ class InProcessWorkflowProvider(ProviderBase):
             self._finish(key, False, self._fail(definition, resolve, ctx, completed, failure))
             return
         except Exception as exc:  # noqa: BLE001 - a bug here must still settle the handle
-            log.exception("workflow %s (%s): unexpected error", key[0], key[1])
+            self._log.exception("workflow %s (%s): unexpected error", key[0], key[1])
             self._finish(key, False, exc)
             return
         self._finish(key, True, result)

@@ -2,12 +2,13 @@
 defaults and lookups, on both providers (in-process and BullMQ)."""
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any, List
 
 import pytest
 
-from orijs_sync import errors
+from orijs_sync import FlowProducer, Queue, QueueEvents, Worker, errors
 from orijs_sync.workflows import (Workflow, WorkflowFailedError, WorkflowNotFoundError,
                                   WorkflowNotRegisteredError)
 from wf_helpers import GUARD, Journal, wait_until
@@ -109,7 +110,6 @@ def test_step_retry_defaults_are_orijs_and_overridable(make_provider, redis_url)
             handle.result(timeout=GUARD)
     assert [runs.count(n) for n in "abcd"] == [3, 2, 1, 2]
     if make_provider.kind == "bullmq":       # in Redis as OriJS writes them: milliseconds
-        from orijs_sync import Queue
         with Queue(f"{make_provider.queue_prefix}.RetryDefault.steps",
                    connection=redis_url) as steps:
             opts = steps.get_job(f"{handles[0].id}-step-a").opts
@@ -191,3 +191,36 @@ def test_an_unregistered_name_is_refused_before_anything_is_written(make_provide
     provider.register_emitter("ByNameOnly")            # a name alone: no shape to build
     with pytest.raises(WorkflowNotRegisteredError, match="register_emitter"):
         provider.execute("ByNameOnly", {})
+
+
+# -- the reference's injectables --------------------------------------------------------------
+def test_the_provider_logs_through_the_given_logger(make_provider, caplog):
+    j = Journal()
+    wf = (Workflow("Logged").step("a", j.step("a"), j.rollback("a", fail=True))
+          .step("b", j.step("b", fail=True)))
+    provider = make_provider(wf, logger=logging.getLogger("my_service.workflows"))
+    with caplog.at_level(logging.INFO, logger="my_service.workflows"):
+        with pytest.raises(WorkflowFailedError):
+            provider.execute(wf, {}).result(timeout=GUARD)
+    mine = [r.getMessage() for r in caplog.records if r.name == "my_service.workflows"]
+    assert any("rollback of step 'a' failed" in m for m in mine), mine
+    assert any("rollbacks done" in m for m in mine), mine
+
+
+def test_the_bullmq_provider_takes_the_component_classes(bullmq):
+    made: List[str] = []
+
+    def recording(base: Any) -> Any:
+        class Recording(base):  # type: ignore[misc, valid-type]
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                made.append(base.__name__)
+        return Recording
+
+    wf = Workflow("Injected").step("a", lambda ctx: 1)
+    provider = bullmq(wf, queue_class=recording(Queue), worker_class=recording(Worker),
+                      queue_events_class=recording(QueueEvents),
+                      flow_producer_class=recording(FlowProducer))
+    assert provider.execute(wf, {}).result(timeout=GUARD) == {"a": 1}
+    assert sorted(set(made)) == ["FlowProducer", "Queue", "QueueEvents", "Worker"]
+    assert made.count("Worker") == 2 and made.count("QueueEvents") == 1
