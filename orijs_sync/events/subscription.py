@@ -1,12 +1,15 @@
 """EventSubscription: the Future that ``emit`` returns."""
 from __future__ import annotations
 
-from concurrent.futures import Future
+import logging
+from concurrent.futures import CancelledError, Future
 from typing import Any, Callable, Optional
 
 from .._futures import settle
 
 __all__ = ["EventSubscription"]
+
+log = logging.getLogger(__name__)
 
 
 class EventSubscription(Future[Any]):
@@ -17,6 +20,11 @@ class EventSubscription(Future[Any]):
     ``cancel()`` removes the event from its queue if it has not started (a
     delayed or waiting event) and then cancels the future; it returns False
     once a handler has taken the event, as ``Future.cancel`` does for a running call.
+
+    OriJS's conveniences on top: ``subscribe(on_result)`` and ``catch(on_error)``
+    (chainable; a callback added after the outcome runs at once, in the caller's
+    thread, else in the thread that settles it, never under a library lock; what it
+    raises is logged) and ``is_resolved`` / ``is_rejected`` / ``is_settled``.
     """
 
     def __init__(self, event_name: str, event_id: str, correlation_id: str, job_id: str,
@@ -34,6 +42,45 @@ class EventSubscription(Future[Any]):
         state = ("cancelled" if self.cancelled() else "finished" if self.done()
                  else "pending")
         return f"<EventSubscription {self.event_name} job={self.job_id} {state}>"
+
+    # -- OriJS's conveniences -------------------------------------------------
+    def subscribe(self, on_result: Callable[[Any], Any]) -> "EventSubscription":
+        """Call ``on_result(value)`` once the handler's value arrives; returns self."""
+        return self._on_outcome(on_result, ok=True)
+
+    def catch(self, on_error: Callable[[BaseException], Any]) -> "EventSubscription":
+        """Call ``on_error(exc)`` if the emit fails (``CancelledError`` when cancelled);
+        returns self."""
+        return self._on_outcome(on_error, ok=False)
+
+    def _on_outcome(self, fn: Callable[[Any], Any], ok: bool) -> "EventSubscription":
+        if not callable(fn):
+            raise TypeError(f"the callback must be callable, not {type(fn).__name__}")
+
+        def done(fut: "Future[Any]") -> None:
+            error = CancelledError() if fut.cancelled() else fut.exception()
+            if (error is None) != ok:
+                return
+            try:
+                fn(fut.result() if ok else error)
+            except Exception:  # noqa: BLE001 - a callback's failure is the caller's
+                log.exception("event %s: %s callback %r failed", self.event_name,
+                              "subscribe" if ok else "catch", fn)
+
+        self.add_done_callback(done)
+        return self
+
+    @property
+    def is_settled(self) -> bool:
+        return self.done()
+
+    @property
+    def is_resolved(self) -> bool:
+        return self.done() and not self.cancelled() and self.exception() is None
+
+    @property
+    def is_rejected(self) -> bool:
+        return self.done() and (self.cancelled() or self.exception() is not None)
 
     # Settling from any thread, whoever comes first wins; later calls are no-ops.
     def _resolve(self, result: Any) -> None:
