@@ -155,8 +155,9 @@ class InProcessEventProvider:
             raise TypeError("handler must be callable: handler(message) -> result")
         with self._lock:
             self._check_started()
-            if event_name in self._handlers:
-                raise ValueError(f"{event_name!r} already has a subscriber in this provider")
+            if event_name in self._handlers:      # OriJS swaps the worker: replace
+                self._handlers[event_name] = (handler, self._handlers[event_name][1])
+                return
             executor = ThreadPoolExecutor(self.concurrency,
                                           thread_name_prefix=f"orijs-inprocess-{event_name}")
             self._handlers[event_name] = (handler, executor)

@@ -65,8 +65,9 @@ class BullMQEventProvider:
             prefix=self.queue_manager.prefix, logger=logger)
         self.scheduled_event_manager = scheduled_event_manager or ScheduledEventManager(
             queue_manager=self.queue_manager, logger=logger)
-        self._lock = threading.Lock()   # guards _state
+        self._lock = threading.Lock()   # guards _state and _handlers
         self._state = "new"             # new -> started -> stopped
+        self._handlers: Dict[str, EventHandler] = {}    # event -> its current handler
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> "BullMQEventProvider":
@@ -117,20 +118,34 @@ class BullMQEventProvider:
     # -- subscribe ---------------------------------------------------------
     def subscribe(self, event_name: str, handler: EventHandler) -> None:
         """Run ``handler(message)`` for each ``event_name`` event; its return value (JSON)
-        is the emitter's result. Returns once the worker is ready."""
+        is the emitter's result. Returns once the worker is ready. Subscribing again
+        replaces the handler (as OriJS swaps the worker): events not yet taken by a
+        handler go to the new one."""
         validate_event_name(event_name)
         if not callable(handler):
             raise TypeError("handler must be callable: handler(message) -> result")
         self._check_started()
+        with self._lock:
+            replacing = event_name in self._handlers
+            self._handlers[event_name] = handler
+        if replacing:
+            return
 
         def process(job: Job) -> Any:
             message = EventMessage.from_job_data(job.data, event_name=event_name, job_id=job.id,
                                                  timestamp=job.timestamp)
+            with self._lock:
+                current = self._handlers[event_name]
             with context.handling(message):
-                return handler(message)
+                return current(message)
 
         process.__qualname__ = f"event handler {event_name}"
-        self.queue_manager.register_worker(event_name, process)
+        try:
+            self.queue_manager.register_worker(event_name, process)
+        except BaseException:
+            with self._lock:
+                self._handlers.pop(event_name, None)     # a later subscribe starts afresh
+            raise
 
     # -- emit --------------------------------------------------------------
     def emit(self, event_name: str, payload: Any = None,

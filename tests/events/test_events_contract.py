@@ -226,11 +226,13 @@ def test_not_started_and_context_manager(make_provider):
         provider.emit("cm", {})
 
 
-def test_subscribing_twice_is_refused(make_provider):
+def test_subscribing_again_replaces_the_handler(make_provider):
+    """As OriJS's registerWorker swaps the worker (issue 20)."""
     provider = make_provider()
     provider.subscribe("once", lambda m: 1)
-    with pytest.raises(ValueError, match="already"):
-        provider.subscribe("once", lambda m: 2)
+    assert provider.emit("once", {}).result(timeout=10) == 1
+    provider.subscribe("once", lambda m: 2)
+    assert provider.emit("once", {}).result(timeout=10) == 2
 
 
 # -- validation -------------------------------------------------------------------------
