@@ -4,11 +4,13 @@ Each script prints one JSON line: ``{"ok": true, "result": ...}`` or
 ``{"ok": false, "error": ...}``."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, Iterator, List, Mapping
 
 NODE_MODULES = Path(__file__).resolve().parent / "interop" / "node_modules"
 
@@ -30,3 +32,19 @@ def node_reply(stdout: str, stderr: str) -> Any:
     reply = json.loads(lines[-1])
     assert reply["ok"], f"node failed: {reply.get('error')}\nstderr:\n{stderr}"
     return reply["result"]
+
+
+@contextlib.contextmanager
+def node_process(script: Path, command: str, args: Mapping[str, Any]
+                 ) -> Iterator["subprocess.Popen[str]"]:
+    """The script running in the background; killed (by its own handle) if still
+    running when the block ends."""
+    proc = subprocess.Popen(node_command(script, command, args), env=node_env(),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)

@@ -216,12 +216,12 @@ def test_stop_lets_running_handlers_finish(make_provider):
 
 def test_not_started_and_context_manager(make_provider):
     provider = make_provider(start=False)
-    with pytest.raises(errors.InvalidStateError):
-        provider.emit("x", {})
+    early = provider.emit("cm", {})            # accepted before start, as in OriJS
     with provider as p:
         assert p is provider
         p.subscribe("cm", lambda m: "ok")
         assert p.emit("cm", {}).result(timeout=10) == "ok"
+        assert early.result(timeout=10) == "ok"
     with pytest.raises(errors.ShutdownError):
         provider.emit("cm", {})
 

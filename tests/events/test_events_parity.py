@@ -1,16 +1,23 @@
 """OriJS parity for a team porting a TypeScript service (issue 20), on both providers:
-EventSubscription's conveniences on top of the Future."""
+EventSubscription's conveniences on top of the Future, registration before start()
+(also across languages, with the Node stand-in for an OriJS service)."""
 from __future__ import annotations
 
 import logging
 import threading
+import time
+import uuid
 from concurrent.futures import CancelledError
+from pathlib import Path
 from typing import Any, List
 
 import pytest
 
-from orijs_sync import errors
+from orijs_sync import Queue, errors
 from events_helpers import wait_until
+from node_stand_in import node_process, node_reply
+
+NODE_SCRIPT = Path(__file__).resolve().parent / "node_orijs_service.js"
 
 
 def test_subscription_callbacks_and_flags(make_provider, caplog):
@@ -58,3 +65,73 @@ def test_a_cancelled_emit_reaches_catch(make_provider):
     assert sub.is_rejected and not sub.is_resolved
     with pytest.raises(TypeError, match="callable"):
         sub.subscribe("not a function")  # type: ignore[arg-type]
+
+
+# -- registration before start() ----------------------------------------------------------
+def test_subscribe_schedule_and_emit_before_start_take_effect_at_start(make_provider):
+    provider = make_provider(start=False)
+    seen: List[Any] = []
+    provider.subscribe("early.order", lambda m: seen.append(m.payload) or {"n": m.payload})
+    provider.subscribe("early.tick", lambda m: seen.append(m.payload) or None)
+    info = provider.schedule_event("early.tick", schedule_id="tick", every=3600,
+                                   payload="tick")
+    assert (info.event_name, info.schedule_id, info.every) == ("early.tick", "tick", 3600)
+    sub = provider.emit("early.order", 7, timeout=30)
+    with pytest.raises(ValueError):                  # still checked at once
+        provider.schedule_event("early.tick", schedule_id="bad", every=-1)
+    assert not sub.done() and seen == []             # nothing runs before start()
+    provider.start()
+    assert sub.result(timeout=30) == {"n": 7}
+    wait_until(lambda: "tick" in seen, what="the schedule's first run")
+    assert provider.unschedule_event("early.tick", "tick") is True
+
+
+def test_a_provider_stopped_before_it_started_is_not_dead(make_provider):
+    provider = make_provider(start=False)
+    provider.subscribe("revived", lambda m: "alive")
+    lost = provider.emit("revived", {}, timeout=30)
+    provider.stop()
+    with pytest.raises(errors.ShutdownError):
+        lost.result(timeout=10)
+    provider.start()                                 # still startable, still subscribed
+    assert provider.emit("revived", {}).result(timeout=30) == "alive"
+    provider.stop()
+    with pytest.raises(errors.ShutdownError):
+        provider.start()                             # a started-then-stopped one is done
+
+
+# -- register-before-start across languages (a Node stand-in for an OriJS service) -----------
+def test_python_registers_before_start_and_answers_a_node_emit(bullmq_provider, namespace,
+                                                              redis_url):
+    provider = bullmq_provider(start=False)
+    provider.subscribe("cart.early", lambda m: {"handledBy": "python", "n": m.payload["n"]})
+    envelope = {"version": "1", "eventId": str(uuid.uuid4()), "eventName": "cart.early",
+                "payload": {"n": 3}, "meta": {}, "correlationId": str(uuid.uuid4()),
+                "timestamp": int(time.time() * 1000)}
+    queue = Queue(f"{namespace}.event.cart.early", connection=redis_url)
+    with queue, node_process(NODE_SCRIPT, "emit", {"url": redis_url, "queue": queue.name,
+                                                   "envelope": envelope}) as proc:
+        wait_until(lambda: queue.get_job_counts("waiting")["waiting"] == 1, timeout=30,
+                   what="the Node event in the queue")
+        assert queue.get_job(envelope["eventId"]).get_state() == "waiting"   # no worker yet
+        provider.start()
+        out, err = proc.communicate(timeout=30)
+    assert node_reply(out, err) == {"returnvalue": {"handledBy": "python", "n": 3}}
+
+
+def test_a_node_service_registers_before_start_and_python_waits(bullmq_provider, namespace,
+                                                               redis_url, tmp_path):
+    provider = bullmq_provider()
+    ready, start = tmp_path / "ready", tmp_path / "start"
+    with node_process(NODE_SCRIPT, "serve", {
+            "url": redis_url, "queue": f"{namespace}.event.mail.early", "count": 1,
+            "readyFile": str(ready), "startFile": str(start)}) as proc:
+        wait_until(lambda: ready.exists() or proc.poll() is not None, timeout=30,
+                   what="the Node service registered")
+        sub = provider.emit("mail.early", {"to": "x"}, timeout=30)
+        assert not sub.done()                       # registered, not started: it waits
+        start.write_text("go")
+        result = sub.result(timeout=30)
+        out, err = proc.communicate(timeout=30)
+    assert node_reply(out, err) == {"completed": 1}
+    assert result["handledBy"] == "node" and result["envelope"]["payload"] == {"to": "x"}

@@ -5,6 +5,7 @@ failure record (a step failing in one language reaches the other as OriJS words 
 rollback failures arrive decoded)."""
 from __future__ import annotations
 
+import contextlib
 import subprocess
 from pathlib import Path
 from typing import Any, Dict, Iterator
@@ -12,7 +13,7 @@ from typing import Any, Dict, Iterator
 import pytest
 
 from orijs_sync.workflows import Workflow, WorkflowFailedError
-from node_stand_in import node_command, node_env, node_reply
+from node_stand_in import node_command, node_env, node_process, node_reply
 from test_wf_orijs_keys import VECTORS
 from wf_helpers import GUARD, Journal, wait_until
 
@@ -30,40 +31,21 @@ def node(command: str, **args: Any) -> Any:
     return node_reply(proc.stdout, proc.stderr)
 
 
-class NodeConsumer:
-    """``consume`` running in the background until it has finished ``count`` flows."""
-
-    def __init__(self, tmp_path: Path, **args: Any) -> None:
-        ready = tmp_path / "node-ready"
-        self.proc = subprocess.Popen(_command("consume", dict(args, readyFile=str(ready))),
-                                     env=node_env(), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        wait_until(lambda: ready.exists() or self.proc.poll() is not None,
-                   what="the Node consumer")
-        assert self.proc.poll() is None, self.proc.communicate()
-
-    def result(self) -> Any:
-        out, err = self.proc.communicate(timeout=GUARD)
-        return node_reply(out, err)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.communicate(timeout=10)
-
-
 @pytest.fixture
 def node_consumer(tmp_path: Path) -> Iterator[Any]:
-    started = []
+    """``consume`` running in the background until it has finished ``count`` flows;
+    returns a function of the reply."""
+    with contextlib.ExitStack() as stack:
+        def start(**args: Any) -> Any:
+            ready = tmp_path / "node-ready"
+            proc = stack.enter_context(node_process(NODE_SCRIPT, "consume",
+                                                    dict(args, readyFile=str(ready))))
+            wait_until(lambda: ready.exists() or proc.poll() is not None,
+                       what="the Node consumer")
+            assert proc.poll() is None, proc.communicate()
+            return lambda: node_reply(*proc.communicate(timeout=GUARD))
 
-    def start(**args: Any) -> NodeConsumer:
-        consumer = NodeConsumer(tmp_path, **args)
-        started.append(consumer)
-        return consumer
-
-    yield start
-    for consumer in started:
-        consumer.stop()
+        yield start
 
 
 def order(j: Journal, fail_rollback: bool = False) -> Workflow:
@@ -152,7 +134,7 @@ def _python_executes_order(bullmq, redis_url, node_consumer, **consume: Any
     emitter.register_emitter("Order")
     with pytest.raises(WorkflowFailedError) as info:
         emitter.execute(order(Journal()), {"orderId": "o-2"}).result(timeout=GUARD)
-    assert consumer.result() == {"finished": 1}
+    assert consumer() == {"finished": 1}
     return info.value
 
 
