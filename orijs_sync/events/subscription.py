@@ -1,6 +1,7 @@
 """EventSubscription: the Future that ``emit`` returns."""
 from __future__ import annotations
 
+import json
 import logging
 from concurrent.futures import CancelledError, Future
 from typing import Any, Callable, Optional
@@ -10,6 +11,23 @@ from .._futures import settle
 __all__ = ["EventSubscription"]
 
 log = logging.getLogger(__name__)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")     # JSON.parse refuses NaN and Infinity
+
+
+def as_orijs_delivers(result: Any) -> Any:
+    """An OriJS emitter gets a handler's value parsed twice (BullMQ's QueueEvents parses
+    the stored ``returnvalue``, then OriJS's tracker parses any string it gets), so a
+    handler returning the text ``'{"a": 1}'`` delivers ``{"a": 1}`` and ``"42"``
+    delivers ``42``; other strings arrive unchanged. Ours deliver the same."""
+    if not isinstance(result, str):
+        return result
+    try:
+        return json.loads(result, parse_constant=_no_constant)
+    except ValueError:
+        return result
 
 
 class EventSubscription(Future[Any]):
@@ -84,7 +102,7 @@ class EventSubscription(Future[Any]):
 
     # Settling from any thread, whoever comes first wins; later calls are no-ops.
     def _resolve(self, result: Any) -> None:
-        settle(self, result)
+        settle(self, as_orijs_delivers(result))
 
     def _reject(self, exc: BaseException) -> None:
         settle(self, exc=exc)

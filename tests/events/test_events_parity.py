@@ -135,3 +135,17 @@ def test_a_node_service_registers_before_start_and_python_waits(bullmq_provider,
         out, err = proc.communicate(timeout=30)
     assert node_reply(out, err) == {"completed": 1}
     assert result["handledBy"] == "node" and result["envelope"]["payload"] == {"to": "x"}
+
+
+STRING_RESULTS = [('{"a": 1}', {"a": 1}), ("[1, 2]", [1, 2]), ("42", 42), ("true", True),
+                  ("hello", "hello"), ("NaN", "NaN"), ("", "")]
+
+
+def test_a_string_result_arrives_as_orijs_delivers_it(make_provider):
+    """BullMQ's QueueEvents parses the stored value, OriJS's tracker parses a string
+    again: JSON text returned as a string reaches the emitter parsed."""
+    provider = make_provider()
+    for i, (returned, _) in enumerate(STRING_RESULTS):
+        provider.subscribe(f"texty.{i}", lambda m, r=returned: r)
+    subs = [provider.emit(f"texty.{i}", {}) for i in range(len(STRING_RESULTS))]
+    assert [s.result(timeout=30) for s in subs] == [d for _, d in STRING_RESULTS]
