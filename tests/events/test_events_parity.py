@@ -149,3 +149,15 @@ def test_a_string_result_arrives_as_orijs_delivers_it(make_provider):
         provider.subscribe(f"texty.{i}", lambda m, r=returned: r)
     subs = [provider.emit(f"texty.{i}", {}) for i in range(len(STRING_RESULTS))]
     assert [s.result(timeout=30) for s in subs] == [d for _, d in STRING_RESULTS]
+
+
+def test_callbacks_run_outside_library_locks(make_provider):
+    """A callback may call the provider again (emit, stats) without deadlocking."""
+    provider = make_provider()
+    provider.subscribe("first", lambda m: 1)
+    provider.subscribe("second", lambda m: 2)
+    nested: List[Any] = []
+    provider.emit("first", {}).subscribe(
+        lambda v: nested.append((v, provider.stats(), provider.emit("second", {}))))
+    wait_until(lambda: nested, what="the callback")
+    assert nested[0][0] == 1 and nested[0][2].result(timeout=30) == 2
