@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Type
 
 from . import _fork
 from . import _validate as check
@@ -65,9 +65,12 @@ class _Planned:
 class FlowProducer(ConnectionOwner):
     """Adds and reads flows. Thread-safe; share one instance."""
 
-    def __init__(self, connection: ConnectionLike = None, *, prefix: str = "bull") -> None:
+    def __init__(self, connection: ConnectionLike = None, *, prefix: str = "bull",
+                 queue_class: Type[Queue] = Queue) -> None:
+        """``queue_class``: what :meth:`queue` makes (a :class:`Queue` subclass)."""
         check.string(prefix, "prefix")
         self.prefix = prefix
+        self._queue_class = queue_class
         self._use_connection(connection)
         self._queues: Dict[Tuple[str, str], Queue] = {}
         self._lock = threading.Lock()
@@ -86,7 +89,7 @@ class FlowProducer(ConnectionOwner):
         with self._lock:
             queue = self._queues.get(key)
             if queue is None:
-                queue = Queue(name, connection=self.connection, prefix=key[0])
+                queue = self._queue_class(name, connection=self.connection, prefix=key[0])
                 self._queues[key] = queue
             return queue
 

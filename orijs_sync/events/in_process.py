@@ -107,44 +107,67 @@ class InProcessEventProvider:
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> "InProcessEventProvider":
+        """Subscriptions, schedules and emits made before start() take effect now."""
         with self._lock:
             if self._state == "stopped":
                 raise errors.ShutdownError("the event provider is stopped")
             if self._state == "new":
                 self._timer.start()
                 self._state = "started"
+                for event_name in list(self._waiting):       # parked before start
+                    entry = self._handlers.get(event_name)
+                    if entry is not None:
+                        for job in self._waiting.pop(event_name):
+                            entry[1].submit(self._run, job)
         return self
 
     def stop(self, timeout: Optional[float] = None) -> None:
         """Handlers first (running ones finish; ``timeout`` is accepted for interface
         parity, thread pools have none), then pending futures fail with ``ShutdownError``,
         then schedules and the timer thread. Idempotent."""
+        executors: List[ThreadPoolExecutor] = []
         with self._lock:
-            if self._state != "started":
+            state = self._state
+            if state == "new":              # never started: its emits fail, it stays startable
+                waiters = self._drop_jobs()
+            elif state == "started":
                 self._state = "stopped"
-                return
-            self._state = "stopped"
-            executors = [executor for _, executor in self._handlers.values()]
-            self._handlers.clear()
+                executors = [executor for _, executor in self._handlers.values()]
+                self._handlers.clear()
+        if state == "new":
+            _fail(waiters, errors.ShutdownError("the event provider stopped before it started"))
+        if state != "started":
+            return
         for executor in executors:
             executor.shutdown(wait=True, cancel_futures=True)
         with self._lock:
-            waiters = [sub for jobs in self._jobs.values() for job in jobs.values()
-                       for sub, _ in job.waiters]
-            self._jobs.clear()
-            self._waiting.clear()
+            waiters = self._drop_jobs()
             self._finished.clear()
             self._schedules.clear()
         self._timer.stop()
-        shutdown = errors.ShutdownError("InProcessEventProvider shutting down")
-        for sub in waiters:
-            sub._reject(shutdown)
+        _fail(waiters, errors.ShutdownError("InProcessEventProvider shutting down"))
+
+    def _drop_jobs(self) -> List[EventSubscription]:
+        """Forget every unfinished job (lock held); returns their waiting futures."""
+        waiters: List[EventSubscription] = []
+        for job in [job for jobs in self._jobs.values() for job in jobs.values()]:
+            self._timer.cancel(job.timer)
+            for sub, handle in job.waiters:
+                self._timer.cancel(handle)
+                waiters.append(sub)
+        self._jobs.clear()
+        self._waiting.clear()
+        return waiters
 
     def __enter__(self) -> "InProcessEventProvider":
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def _refuse_if_stopped(self) -> None:
+        if self._state == "stopped":
+            raise errors.ShutdownError("the event provider is stopped")
 
     def _check_started(self) -> None:
         if self._state == "stopped":
@@ -159,15 +182,16 @@ class InProcessEventProvider:
             raise errors.InvalidArgumentType(
                 "handler must be callable: handler(message) -> result")
         with self._lock:
-            self._check_started()
-            if event_name in self._handlers:
-                raise errors.InvalidArgument(
-                    f"{event_name!r} already has a subscriber in this provider")
+            self._refuse_if_stopped()             # before start(): takes effect at start
+            if event_name in self._handlers:      # OriJS swaps the worker: replace
+                self._handlers[event_name] = (handler, self._handlers[event_name][1])
+                return
             executor = ThreadPoolExecutor(self.concurrency,
                                           thread_name_prefix=f"orijs-inprocess-{event_name}")
             self._handlers[event_name] = (handler, executor)
-            for job in self._waiting.pop(event_name, ()):
-                executor.submit(run_logged, log, self._run, job)
+            if self._state == "started":
+                for job in self._waiting.pop(event_name, ()):
+                    executor.submit(run_logged, log, self._run, job)
 
     # -- emit --------------------------------------------------------------
     def emit(self, event_name: str, payload: Any = None,
@@ -188,7 +212,7 @@ class InProcessEventProvider:
         sub = EventSubscription(event_name, message.event_id, message.correlation_id, job_id,
                                 queue_name=event_name, canceller=self._cancel_subscription)
         with self._lock:
-            self._check_started()
+            self._refuse_if_stopped()             # before start(): parked until start
             jobs = self._jobs.setdefault(event_name, {})
             job = jobs.get(job_id)
             finished = self._finished.get((event_name, job_id)) if job is None else None
@@ -340,7 +364,7 @@ class InProcessEventProvider:
                             payload=payload, meta=dict(message.meta))
         entry = _Schedule(info, json.loads(message.to_json()))
         with self._lock:
-            self._check_started()
+            self._refuse_if_stopped()             # before start(): fires once started
             old = self._schedules.pop((event_name, schedule_id), None)
             if old is not None:
                 self._timer.cancel(old.timer)
@@ -395,3 +419,8 @@ class InProcessEventProvider:
                      "idempotency_records": len(self._finished)}
         sizes["timers"] = self._timer.heap_size
         return sizes
+
+
+def _fail(subs: List[EventSubscription], exc: BaseException) -> None:
+    for sub in subs:
+        sub._reject(exc)

@@ -9,12 +9,17 @@ Composes a :class:`QueueManager` (a queue and a worker per event type), a
     provider.subscribe("order.created", lambda msg: {"ok": msg.payload["id"]})
     provider.emit("order.created", {"id": 1}).result(timeout=5)   # -> {"ok": 1}
     provider.stop()
+
+As in OriJS, ``subscribe``, ``schedule_event`` and ``emit`` may come before ``start()``:
+they are checked at once and take effect when ``start()`` runs (in the order they were
+made; a deferred emit's timeout counts from then). ``stop()`` of a provider that never
+started fails the deferred emits with ``ShutdownError`` and leaves it startable.
 """
 from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from .. import _fork, errors
 from .. import _validate as check
@@ -66,8 +71,12 @@ class BullMQEventProvider:
             prefix=self.queue_manager.prefix, logger=logger)
         self.scheduled_event_manager = scheduled_event_manager or ScheduledEventManager(
             queue_manager=self.queue_manager, logger=logger)
-        self._lock = threading.Lock()   # guards _state
+        self._lock = threading.Lock()   # guards _state, _handlers and _before_start
         self._state = "new"             # new -> started -> stopped
+        self._handlers: Dict[str, EventHandler] = {}    # event -> its current handler
+        # Calls made before start(): (run at start, fail if stopped first; None: keep).
+        self._before_start: List[Tuple[Callable[[], Any],
+                                       Optional[Callable[[BaseException], Any]]]] = []
         _fork.track(self)
 
     def _after_fork_in_child(self) -> None:
@@ -88,16 +97,32 @@ class BullMQEventProvider:
             with self._lock:
                 self._state = "new"
             raise
+        with self._lock:
+            deferred, self._before_start = self._before_start, []
+        for run, _ in deferred:
+            try:
+                run()
+            except Exception:  # noqa: BLE001 - one bad registration must not stop the rest
+                self._log.exception("event provider: a call made before start() failed")
         return self
 
     def stop(self, timeout: Optional[float] = None) -> None:
         """Workers first (active handlers finish, up to ``timeout`` seconds), then the
         tracker (pending futures fail with ``ShutdownError``), then schedules. Idempotent."""
+        emits: List[Callable[[BaseException], Any]] = []
         with self._lock:
-            if self._state != "started":
+            state = self._state
+            if state == "started":
                 self._state = "stopped"
-                return
-            self._state = "stopped"
+            elif state == "new":           # never started: stays startable, emits fail
+                emits = [fail for _, fail in self._before_start if fail is not None]
+                self._before_start = [(r, f) for r, f in self._before_start if f is None]
+        if state == "new":
+            shutdown = errors.ShutdownError("the event provider stopped before it started")
+            for fail in emits:
+                fail(shutdown)
+        if state != "started":
+            return
         try:
             self.queue_manager.stop(timeout=timeout)
         finally:
@@ -112,6 +137,10 @@ class BullMQEventProvider:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def _refuse_if_stopped(self) -> None:
+        if self._state == "stopped":
+            raise errors.ShutdownError("the event provider is stopped")
+
     def _check_started(self) -> None:
         state = self._state
         if state == "stopped":
@@ -122,21 +151,41 @@ class BullMQEventProvider:
     # -- subscribe ---------------------------------------------------------
     def subscribe(self, event_name: str, handler: EventHandler) -> None:
         """Run ``handler(message)`` for each ``event_name`` event; its return value (JSON)
-        is the emitter's result. Returns once the worker is ready."""
+        is the emitter's result. Returns once the worker is ready. Subscribing again
+        replaces the handler (as OriJS swaps the worker): events not yet taken by a
+        handler go to the new one."""
         validate_event_name(event_name)
         if not callable(handler):
             raise errors.InvalidArgumentType(
                 "handler must be callable: handler(message) -> result")
-        self._check_started()
+        with self._lock:
+            self._refuse_if_stopped()
+            replacing = event_name in self._handlers
+            self._handlers[event_name] = handler
+            if self._state == "new":
+                if not replacing:
+                    self._before_start.append((lambda: self._start_worker(event_name), None))
+                return
+        if not replacing:
+            self._start_worker(event_name)
 
+    def _start_worker(self, event_name: str) -> None:
+        """The event's worker, calling its current handler (ready when this returns)."""
         def process(job: Job) -> Any:
             message = EventMessage.from_job_data(job.data, event_name=event_name, job_id=job.id,
                                                  timestamp=job.timestamp)
+            with self._lock:
+                current = self._handlers[event_name]
             with context.handling(message):
-                return handler(message)
+                return current(message)
 
         process.__qualname__ = f"event handler {event_name}"
-        self.queue_manager.register_worker(event_name, process)
+        try:
+            self.queue_manager.register_worker(event_name, process)
+        except BaseException:
+            with self._lock:
+                self._handlers.pop(event_name, None)     # a later subscribe starts afresh
+            raise
 
     # -- emit --------------------------------------------------------------
     def emit(self, event_name: str, payload: Any = None,
@@ -158,11 +207,27 @@ class BullMQEventProvider:
                                       idempotency_key=idempotency_key)
         delay_s = to_seconds(delay, "delay")
         wait = self.default_timeout if timeout is None else to_seconds(timeout, "timeout")
-        self._check_started()
         queue_name = self.queue_manager.get_queue_name(event_name)
-        job_id = message.job_id
-        sub = EventSubscription(event_name, message.event_id, message.correlation_id, job_id,
-                                queue_name=queue_name, canceller=self._cancel_subscription)
+        sub = EventSubscription(event_name, message.event_id, message.correlation_id,
+                                message.job_id, queue_name=queue_name,
+                                canceller=self._cancel_subscription)
+
+        def send() -> None:
+            self._send(sub, message, delay_s, wait, idempotency_key, expects_result)
+
+        with self._lock:
+            self._refuse_if_stopped()
+            if self._state == "new":
+                self._before_start.append((send, sub._reject))
+                return sub
+        send()
+        return sub
+
+    def _send(self, sub: EventSubscription, message: EventMessage, delay_s: Optional[float],
+              wait: Optional[float], idempotency_key: Optional[str],
+              expects_result: bool) -> None:
+        """Enqueue an emitted event and track its outcome; failures go to ``sub``."""
+        event_name, queue_name, job_id = sub.event_name, sub.queue_name or "", sub.job_id
         corr = message.correlation_id
         if expects_result:
             try:
@@ -171,7 +236,7 @@ class BullMQEventProvider:
                                                  label=f"event {event_name!r}")
             except errors.ConnectionError as exc:   # watching the queue's events stream failed
                 sub._reject(exc)
-                return sub
+                return
         try:
             job = self.queue_manager.add_job(event_name, message.to_dict(), name=EVENT_JOB_NAME,
                                              job_id=job_id, delay=delay_s or None)
@@ -180,14 +245,13 @@ class BullMQEventProvider:
                 self.completion_tracker.fail(queue_name, corr, exc)
             else:
                 sub._reject(exc)
-            return sub
+            return
         if not expects_result:
             sub._resolve(None)
-            return sub
+            return
         self.completion_tracker.map_job_id(queue_name, job.id, corr)
         if idempotency_key is not None:
             self._settle_if_finished(event_name, queue_name, job.id, corr)
-        return sub
 
     def _settle_if_finished(self, event_name: str, queue_name: str, job_id: str,
                             corr: str) -> None:
@@ -233,12 +297,25 @@ class BullMQEventProvider:
     def schedule_event(self, event_name: str, *, schedule_id: str, cron: Optional[str] = None,
                        every: Optional[Seconds] = None, payload: Any = None,
                        meta: Optional[Mapping[str, Any]] = None) -> ScheduleInfo:
-        """A recurring event (cron with 5-6 fields, or every N seconds); created or replaced."""
+        """A recurring event (cron with 5-6 fields, or every N seconds); created or replaced.
+        Before ``start()``: checked now, added at start."""
         validate_event_name(event_name)
-        validate_schedule(schedule_id, cron, every)
-        self._check_started()
-        return self.scheduled_event_manager.schedule(event_name, schedule_id, cron=cron,
-                                                     every=every, payload=payload, meta=meta)
+        seconds = validate_schedule(schedule_id, cron, every)
+
+        def schedule() -> ScheduleInfo:
+            return self.scheduled_event_manager.schedule(event_name, schedule_id, cron=cron,
+                                                         every=every, payload=payload,
+                                                         meta=meta)
+
+        with self._lock:
+            self._refuse_if_stopped()
+            if self._state == "new":
+                self._before_start.append((schedule, None))
+                message = EventMessage.create(event_name, payload, meta)
+                return ScheduleInfo(event_name, schedule_id,
+                                    self.queue_manager.get_queue_name(event_name), cron=cron,
+                                    every=seconds, payload=payload, meta=dict(message.meta))
+        return schedule()
 
     def unschedule_event(self, event_name: str, schedule_id: str) -> bool:
         validate_event_name(event_name)

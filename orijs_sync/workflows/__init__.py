@@ -14,6 +14,7 @@ from .errors import (
                      StepNotFoundError,
                      StepTimeoutError,
                      WorkflowFailedError,
+                     WorkflowNotFoundError,
                      WorkflowNotRegisteredError,
                      WorkflowTimeoutError,
 )
@@ -35,5 +36,6 @@ __all__ = [
     "RegisteredStep", "validate_step_name", "flatten_child_results", "is_step_result_wrapper",
     "is_parallel_result_wrapper", "sanitize", "WRAPPER_VERSION", "JOB_DATA_VERSION",
     "StepFailedError", "RollbackFailedError", "WorkflowFailedError", "WorkflowTimeoutError",
-    "StepTimeoutError", "StepNotFoundError", "WorkflowNotRegisteredError",
+    "StepTimeoutError", "StepNotFoundError", "WorkflowNotFoundError",
+    "WorkflowNotRegisteredError",
 ]

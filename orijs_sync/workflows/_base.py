@@ -1,6 +1,7 @@
 """What both workflow providers share: options, registration, argument checks, state."""
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -18,10 +19,14 @@ from ._execution import StepExecutor
 from .context import current_meta
 from .definition import Workflow, validate_workflow_name
 from .errors import WorkflowNotRegisteredError
-from .handle import FlowTracker
+from .handle import FlowHandle, FlowTracker
 from .step_registry import StepRegistry
 
 MIN_STALL_INTERVAL = 5.0
+# Step jobs' retry options unless the provider, the workflow or the step says otherwise:
+# OriJS's (3 attempts, exponential back-off from 1 s).
+DEFAULT_STEP_OPTIONS: Mapping[str, Any] = {"attempts": 3,
+                                           "backoff": {"type": "exponential", "delay": 1.0}}
 
 
 @dataclass
@@ -41,6 +46,10 @@ class ExecuteCall:
         return (self.definition.name, self.flow_id)
 
 
+def _check_concurrency(concurrency: Any) -> int:
+    return check.integer(concurrency, "concurrency", minimum=1, maximum=10_000)
+
+
 class ProviderBase:
     """Durations are seconds. ``stall_interval`` must be >= 5: shorter intervals mistake
     GC pauses and network hiccups for dead workers; every timeout is extended by it."""
@@ -51,7 +60,10 @@ class ProviderBase:
                  step_timeout: Seconds, max_flow_states: int, provider_id: Optional[str],
                  flow_state_cleanup_delay: Seconds, concurrency: int, parallel_workers: int,
                  step_registry: Optional[StepRegistry],
-                 default_step_options: Optional[Mapping[str, Any]]) -> None:
+                 default_step_options: Optional[Mapping[str, Any]],
+                 logger: Optional[logging.Logger] = None) -> None:
+        # The library's own loggers unless one is given (OriJS's ``logger`` option).
+        self._log = logger or logging.getLogger(type(self).__module__)
         self.stall_interval = float(to_seconds(stall_interval, "stall_interval",
                                                allow_none=False) or 0.0)
         if self.stall_interval < MIN_STALL_INTERVAL:
@@ -64,48 +76,67 @@ class ProviderBase:
         self.step_timeout = float(to_seconds(step_timeout, "step_timeout") or 0.0)
         self.cleanup_delay = float(to_seconds(flow_state_cleanup_delay,
                                               "flow_state_cleanup_delay", allow_none=False) or 0.0)
-        self.concurrency = check.integer(concurrency, "concurrency", minimum=1, maximum=10_000)
+        self.concurrency = _check_concurrency(concurrency)
         check.integer(parallel_workers, "parallel_workers", minimum=1, maximum=10_000)
-        check.integer(max_flow_states, "max_flow_states", minimum=1)
+        check.integer(max_flow_states, "max_flow_states", minimum=0)
         self.provider_id = check.optional_string(provider_id, "provider_id") \
             or f"{socket.gethostname()}-{os.getpid()}"
         if step_registry is not None and not isinstance(step_registry, StepRegistry):
             check.bad_type("step_registry", step_registry, "a StepRegistry")
         self.step_registry = step_registry or StepRegistry()
-        self.default_step_options = check.mapping(default_step_options, "default_step_options")
-        check.known_keys(self.default_step_options, job_options.KNOWN, "default_step_options")
+        step_options = check.mapping(default_step_options, "default_step_options")
+        check.known_keys(step_options, job_options.KNOWN, "default_step_options")
+        self.default_step_options = {**DEFAULT_STEP_OPTIONS, **step_options}
         job_options.encode(self.default_step_options, arg="default_step_options")
         self._timer = Timer(f"orijs-workflow-timer-{name}")
         self._tracker = FlowTracker(self._timer, max_flow_states=max_flow_states,
                                     cleanup_delay=self.cleanup_delay)
         self._executor = StepExecutor(f"orijs-workflow-{name}", step_timeout=self.step_timeout,
-                                      max_workers=parallel_workers)
+                                      max_workers=parallel_workers, logger=logger)
         self._lock = threading.RLock()          # guards the fields below (and subclasses')
         self._definitions: Dict[str, Workflow] = {}
         self._emitters: Set[str] = set()
+        self._workflow_concurrency: Dict[str, int] = {}   # register(..., concurrency=)
+        self._shapes: Dict[str, Workflow] = {}            # register_emitter(definition)
         self._state = "new"                     # new -> started -> stopped
 
     # -- registration ------------------------------------------------------
-    def register(self, workflow: Workflow) -> None:
-        """Run this workflow's steps (and its completion) in this process."""
+    def register(self, workflow: Workflow, *, concurrency: Optional[int] = None) -> None:
+        """Run this workflow's steps (and its completion) in this process; ``concurrency``
+        (default: the provider's) bounds how many of its jobs (in-process: its runs) this
+        process runs at once, as OriJS's per-workflow ``concurrency``."""
         if not isinstance(workflow, Workflow):
-            raise errors.InvalidArgumentType(
-                f"register() takes a Workflow, not {type(workflow).__name__}")
+            raise errors.InvalidArgumentType(f"register() takes a Workflow, not {type(workflow).__name__}")
+        if concurrency is not None:
+            _check_concurrency(concurrency)
+        if workflow.declared_only:
+            raise errors.InvalidArgumentType(f"workflow {workflow.name!r} declares steps without handlers "
+                            f"({', '.join(workflow.declared_only)}): a process that only "
+                            "starts it calls register_emitter(workflow)")
         with self._lock:
             self._refuse_if_stopped()
             for step in workflow.steps.values():
-                assert step.handler is not None
+                assert step.handler is not None   # declared_only is empty
                 self.step_registry.register(workflow.name, step.name, step.handler,
                                             step.rollback)
             self._definitions[workflow.name] = workflow
+            if concurrency is not None:
+                self._workflow_concurrency[workflow.name] = concurrency
             self._registered(workflow.name, consumer=True)
 
-    def register_emitter(self, workflow_name: str) -> None:
-        """Start this workflow from here; another process runs its steps."""
-        validate_workflow_name(workflow_name)
+    def register_emitter(self, workflow: Union[str, Workflow]) -> None:
+        """Start this workflow from here; another process runs its steps. Given its
+        definition (the shape is enough: steps need no handlers), ``execute`` takes the
+        workflow's name too."""
+        if isinstance(workflow, Workflow):
+            workflow_name = workflow.name
+        else:
+            workflow_name = validate_workflow_name(workflow)
         with self._lock:
             self._refuse_if_stopped()
             self._emitters.add(workflow_name)
+            if isinstance(workflow, Workflow):
+                self._shapes[workflow_name] = workflow
             self._registered(workflow_name, consumer=False)
 
     def _registered(self, workflow_name: str, consumer: bool) -> None:
@@ -151,12 +182,28 @@ class ProviderBase:
         text = dumps(data, f"data of workflow {definition.name!r}")
         resolved_meta = check.mapping(meta, "meta") if meta is not None else current_meta()
         dumps(resolved_meta, "meta")
-        base = self.default_timeout if timeout is None \
-            else float(to_seconds(timeout, "timeout") or 0.0)
-        effective = base + self.stall_interval if base > 0 else 0.0
+        effective = self._effective_timeout(timeout)
         self._check_started()
         return ExecuteCall(definition, idempotency_key or str(uuid.uuid4()), data, text,
                            resolved_meta, effective, idempotency_key)
+
+    def _effective_timeout(self, timeout: Optional[Seconds]) -> float:
+        """``timeout`` seconds (default ``default_timeout``; 0 = none) + stall interval."""
+        base = self.default_timeout if timeout is None \
+            else float(to_seconds(timeout, "timeout") or 0.0)
+        return base + self.stall_interval if base > 0 else 0.0
+
+    def get_handle(self, flow_id: str, workflow_name: Optional[str] = None, *,
+                   timeout: Optional[Seconds] = None) -> FlowHandle:  # pragma: no cover
+        raise NotImplementedError
+
+    def get_result(self, flow_id: str, workflow_name: Optional[str] = None, *,
+                   timeout: Optional[Seconds] = None) -> Any:
+        """Wait for a flow's result (OriJS's getResult): ``get_handle(...).result()``.
+        Raises the workflow's error, :class:`WorkflowNotFoundError`, or
+        :class:`WorkflowTimeoutError` after ``timeout`` (default ``default_timeout``)
+        plus ``stall_interval``."""
+        return self.get_handle(flow_id, workflow_name, timeout=timeout).result()
 
     def _definition(self, workflow: Union[Workflow, str]) -> Workflow:
         with self._lock:
@@ -168,7 +215,7 @@ class ProviderBase:
                     found = self._definitions.get(name, workflow)
             elif isinstance(workflow, str):
                 name = workflow
-                found = self._definitions.get(name)
+                found = self._definitions.get(name) or self._shapes.get(name)
                 known = found is not None
             else:
                 raise errors.InvalidArgumentType(f"execute() takes a Workflow or its name, not "
@@ -176,7 +223,8 @@ class ProviderBase:
         if not known or found is None:
             raise WorkflowNotRegisteredError(
                 f"workflow {name!r} is not registered here: call register(workflow) (this "
-                f"process runs it) or register_emitter({name!r}) and pass the Workflow")
+                f"process runs it) or register_emitter(workflow) (its definition: the "
+                f"shape is enough)")
         return found
 
     # -- status --------------------------------------------------------------

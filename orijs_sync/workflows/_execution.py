@@ -64,10 +64,12 @@ def _invoke(fn: Callable[[WorkflowContext], Any], ctx: WorkflowContext) -> Any:
 
 
 class StepExecutor:
-    def __init__(self, name: str, *, step_timeout: float = 0.0, max_workers: int = 16) -> None:
+    def __init__(self, name: str, *, step_timeout: float = 0.0, max_workers: int = 16,
+                 logger: Optional[logging.Logger] = None) -> None:
         self.step_timeout = step_timeout
         self._name = name
         self._max_workers = max_workers
+        self.log = logger or log
         self._pool = ThreadPoolExecutor(max_workers, thread_name_prefix=f"{name}-steps")
         _fork.track(self)
 
@@ -129,11 +131,24 @@ class StepExecutor:
             failures.append((name, error))
         if failures:
             for name, error in failures[1:]:
-                log.warning("workflow %s (%s): parallel step %r also failed: %s",
+                self.log.warning("workflow %s (%s): parallel step %r also failed: %s",
                             ctx.workflow_name, ctx.flow_id, name, error_message(error))
             name, error = failures[0]
             raise GroupFailed(name, error, succeeded) from error
         return succeeded
+
+    def on_error(self, fn: Optional[Callable[[WorkflowContext, BaseException], Any]],
+                 ctx: WorkflowContext, error: BaseException) -> None:
+        """Run a workflow's ``on_error`` hook; its own failure is logged, never raised."""
+        if fn is None:
+            return
+        try:
+            with propagation_context(ctx.meta):
+                fn(ctx, error)
+        except Exception as exc:  # noqa: BLE001 - must not mask the workflow's error
+            self.log.error("workflow %s (%s): on_error failed: %s (the workflow's error: %s)",
+                      ctx.workflow_name, ctx.flow_id, error_message(exc), error,
+                      exc_info=exc)
 
     def rollback(self, order: Sequence[str], completed: Mapping[str, Any],
                  get_rollback: Callable[[str], Optional[Callable[[WorkflowContext], Any]]],
@@ -155,16 +170,16 @@ class StepExecutor:
                 self.call(fn, ctx.for_step(name, completed))
                 rolled_back.append(name)
             except Exception as exc:  # noqa: BLE001 - logged, the other rollbacks still run
-                log.error("workflow %s (%s): rollback of step %r failed: %s",
+                self.log.error("workflow %s (%s): rollback of step %r failed: %s",
                           ctx.workflow_name, ctx.flow_id, name, error_message(exc),
                           exc_info=exc)
                 failure = RollbackFailedError(name, type(exc).__name__, error_message(exc))
                 failure.__cause__ = exc
                 failures.append(failure)
         if rolled_back or failures:
-            log.info("workflow %s (%s): rollbacks done: %d ran (%s), %d failed%s",
+            self.log.info("workflow %s (%s): rollbacks done: %d ran (%s), %d failed%s",
                      ctx.workflow_name, ctx.flow_id, len(rolled_back) + len(failures),
-                     ", ".join(rolled_back + [f.step_name for f in failures]), len(failures),
+                     ", ".join(rolled_back + [str(f.step_name) for f in failures]), len(failures),
                      "".join(f"; {f}" for f in failures))
         return rolled_back, failures
 

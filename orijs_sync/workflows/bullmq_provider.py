@@ -25,29 +25,28 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, Union
 
 from .. import _fork, errors
 from .. import _validate as check
 from .._util import Seconds, run_logged
 from ..connection import ConnectionLike, as_connection
 from ..flow_producer import FlowProducer
+from ..queue import Queue
 from ..queue_events import QueueEvent, QueueEvents
 from ..worker import Worker
 from ._base import MIN_STALL_INTERVAL, ProviderBase
 from ._bullmq_jobs import JobProcessor, read_failure
 from ._registry import FlowRegistry
 from .definition import Workflow
-from .errors import WorkflowTimeoutError
+from .errors import WorkflowNotFoundError, WorkflowTimeoutError
 from .flow_builder import FlowBuilder
 from .handle import FlowHandle, Pending
 from .step_registry import StepRegistry
 
-log = logging.getLogger(__name__)
-
 __all__ = ["BullMQWorkflowProvider", "MIN_STALL_INTERVAL"]
 
-_STATUS = {"completed": "completed", "failed": "failed", "unknown": "unknown"}
+_STATUS = {"completed": "completed", "failed": "failed", "unknown": "pending"}
 
 
 class BullMQWorkflowProvider(ProviderBase):
@@ -55,7 +54,10 @@ class BullMQWorkflowProvider(ProviderBase):
     interval and lock duration: a step whose process dies runs again elsewhere after
     about one to two intervals, and every timeout is extended by it. ``concurrency``
     is per worker (each registered workflow has a step worker and a workflow worker);
-    ``parallel_workers`` bounds the threads running parallel members and timed steps."""
+    ``parallel_workers`` bounds the threads running parallel members and timed steps.
+    ``logger`` and the ``*_class`` options are OriJS's injectables (the classes must be
+    subclasses of ours). ``default_step_options`` are the step jobs' options (OriJS's defaults: 3 attempts,
+    exponential back-off from 1 s), under each workflow's and each step's own."""
 
     def __init__(self, connection: ConnectionLike = None, queue_prefix: str = "workflow",
                  default_timeout: Seconds = 30.0, stall_interval: Seconds = 5.0,
@@ -64,21 +66,27 @@ class BullMQWorkflowProvider(ProviderBase):
                  flow_state_cleanup_delay: Seconds = 300.0, prefix: str = "bull",
                  concurrency: int = 10, parallel_workers: int = 16,
                  step_registry: Optional[StepRegistry] = None,
-                 default_step_options: Optional[Mapping[str, Any]] = None) -> None:
+                 default_step_options: Optional[Mapping[str, Any]] = None,
+                 logger: Optional[logging.Logger] = None,
+                 queue_class: Type[Queue] = Queue, worker_class: Type[Worker] = Worker,
+                 queue_events_class: Type[QueueEvents] = QueueEvents,
+                 flow_producer_class: Type[FlowProducer] = FlowProducer) -> None:
         self.flow_builder = FlowBuilder(queue_prefix)
+        self._worker_class, self._queue_events_class = worker_class, queue_events_class
         super().__init__(name=queue_prefix, default_timeout=default_timeout,
                          stall_interval=stall_interval, step_timeout=step_timeout,
                          max_flow_states=max_flow_states, provider_id=provider_id,
                          flow_state_cleanup_delay=flow_state_cleanup_delay,
                          concurrency=concurrency, parallel_workers=parallel_workers,
                          step_registry=step_registry,
-                         default_step_options=default_step_options)
+                         default_step_options=default_step_options, logger=logger)
         self.queue_prefix = queue_prefix
         self.prefix = check.string(prefix, "prefix")
         self._connection = as_connection(connection)
         self._owns_connection = self._connection is not connection
-        self._producer = FlowProducer(self._connection, prefix=prefix)
-        self.flow_registry = FlowRegistry(self._connection.client, queue_prefix)
+        self._producer = flow_producer_class(self._connection, prefix=prefix,
+                                             queue_class=queue_class)
+        self.flow_registry = FlowRegistry(self._connection.client, queue_prefix, logger)
         self._aux = ThreadPoolExecutor(4, thread_name_prefix="orijs-workflow-aux")
         self._processor = JobProcessor(self)
         self._by_queue: Dict[str, str] = {}    # workflow queue name -> workflow name
@@ -96,23 +104,29 @@ class BullMQWorkflowProvider(ProviderBase):
 
     # -- registration ------------------------------------------------------
     def _registered(self, workflow_name: str, consumer: bool) -> None:
-        queue_name = self.flow_builder.workflow_queue(workflow_name)
-        self._by_queue[queue_name] = workflow_name
-        if self._events is not None:
-            self._events.add_queue(queue_name)
+        self._watch(workflow_name)
         if consumer and self._state == "started" and workflow_name not in self._workers:
             self._start_workers(workflow_name)
 
+    def _watch(self, workflow_name: str) -> None:
+        """The events thread settles this workflow's flows from now on."""
+        with self._lock:
+            queue_name = self.flow_builder.workflow_queue(workflow_name)
+            self._by_queue[queue_name] = workflow_name
+            if self._events is not None:
+                self._events.add_queue(queue_name)
+
     def _start_workers(self, workflow_name: str) -> None:
         options: Dict[str, Any] = dict(connection=self._connection, prefix=self.prefix,
-                                       concurrency=self.concurrency,
+                                       concurrency=self._workflow_concurrency.get(
+                                           workflow_name, self.concurrency),
                                        stalled_interval=self.stall_interval,
                                        lock_duration=self.stall_interval,
                                        worker_name=self.provider_id)
         p = self._processor
-        steps = Worker(self.flow_builder.steps_queue(workflow_name),
+        steps = self._worker_class(self.flow_builder.steps_queue(workflow_name),
                        lambda job: p.process_step(workflow_name, job), **options)
-        flows = Worker(self.flow_builder.workflow_queue(workflow_name),
+        flows = self._worker_class(self.flow_builder.workflow_queue(workflow_name),
                        lambda job: p.process_workflow(workflow_name, job), **options)
         self._workers[workflow_name] = (steps, flows)
         steps.start()
@@ -127,8 +141,8 @@ class BullMQWorkflowProvider(ProviderBase):
                 return self
             self._connection.ping()
             self._timer.start()
-            events = QueueEvents(list(self._by_queue), connection=self._connection,
-                                 prefix=self.prefix, autorun=False)
+            events = self._queue_events_class(list(self._by_queue), connection=self._connection,
+                                              prefix=self.prefix, autorun=False)
             events.on_event(self._on_event)
             self._events = events
             events.start()
@@ -206,6 +220,8 @@ class BullMQWorkflowProvider(ProviderBase):
             return
         key = (name, ev.job_id)
         if not self._tracker.has_pending(key):
+            if ev.event == "completed":   # finished after its timeout: say so from now on
+                self._tracker.set_status(key, "completed", only_from="failed")
             return
         claimed = self._tracker.claim_all(key)
         if not claimed:
@@ -229,7 +245,7 @@ class BullMQWorkflowProvider(ProviderBase):
 
     def _settle_read_failure(self, key: Tuple[str, str], claimed: List[Pending],
                              reason: str) -> None:
-        err = read_failure(self._producer, key[0], key[1],
+        err = read_failure(self._producer, self.flow_registry, key[0], key[1],
                            self.flow_builder.workflow_queue(key[0]), reason)
         self._settle(key, claimed, False, err)
 
@@ -251,7 +267,7 @@ class BullMQWorkflowProvider(ProviderBase):
             state = queue.get_job_state(key[1])
             job = queue.get_job(key[1]) if state in ("completed", "failed") else None
         except Exception:  # noqa: BLE001 - Redis unreachable: judge by what we have
-            log.warning("workflow %s (%s): could not read its state", key[0], key[1],
+            self._log.warning("workflow %s (%s): could not read its state", key[0], key[1],
                         exc_info=True)
             state, job = "unknown", None
         claimed = [p for p in candidates if not p.settled]
@@ -259,7 +275,7 @@ class BullMQWorkflowProvider(ProviderBase):
             self._settle(key, [p for p in claimed if self._tracker.claim(p)], True,
                          job.returnvalue)
         elif job is not None and state == "failed":
-            err = read_failure(self._producer, key[0], key[1], queue.name,
+            err = read_failure(self._producer, self.flow_registry, key[0], key[1], queue.name,
                                job.failed_reason or "")
             self._settle(key, [p for p in claimed if self._tracker.claim(p)], False, err)
         elif timeout_error is not None:
@@ -267,7 +283,7 @@ class BullMQWorkflowProvider(ProviderBase):
                 if self._tracker.claim(pending):
                     pending.handle._settle(exc=timeout_error)
             if not self._tracker.has_pending(key):
-                self._tracker.forget(key)    # status() now asks Redis
+                self._tracker.set_status(key, "failed")     # as OriJS: timed out = failed
 
     def _on_timeout(self, pending: Pending) -> None:
         """Timer thread: check Redis (on the aux pool) before rejecting."""
@@ -279,7 +295,7 @@ class BullMQWorkflowProvider(ProviderBase):
         """Run on the aux pool; False once it is shut down (stop() then fails every
         handle still pending with ShutdownError)."""
         try:
-            self._aux.submit(run_logged, log, fn, *args)
+            self._aux.submit(run_logged, self._log, fn, *args)
             return True
         except RuntimeError:
             return False
@@ -297,15 +313,34 @@ class BullMQWorkflowProvider(ProviderBase):
                                          lambda n, f: self._job_state(n, f) != "unknown")
 
     def get_status(self, flow_id: str, workflow_name: Optional[str] = None) -> str:
-        """pending, running, completed, failed, or unknown: the local state when this
-        process started the flow, else the workflow job's state in Redis."""
+        """pending, running, completed or failed: the local state when this process
+        started the flow, else the workflow job's state in Redis (a flow found nowhere
+        is pending, as in OriJS: it may not be added yet, or was cleaned up)."""
         local = self._local_status(flow_id, workflow_name)
         if local is not None:
             return local
         found = workflow_name or self.lookup_flow(flow_id)
         if found is None:
-            return "unknown"
+            return "pending"
         return _STATUS.get(self._job_state(found, flow_id), "running")
+
+    def get_handle(self, flow_id: str, workflow_name: Optional[str] = None, *,
+                   timeout: Optional[Seconds] = None) -> FlowHandle:
+        """A handle on a flow started by any process (found through the registry key,
+        then the known workflow queues); it settles as ``execute``'s does, within
+        ``timeout`` (default ``default_timeout``) plus ``stall_interval``. Raises
+        :class:`WorkflowNotFoundError` when no workflow job has this id."""
+        effective = self._effective_timeout(timeout)
+        self._check_started()
+        name = workflow_name or self.lookup_flow(flow_id)
+        if name is None or self._job_state(name, flow_id) == "unknown":
+            raise WorkflowNotFoundError(flow_id)
+        self._watch(name)                                  # FIRST: events from now on
+        key = (name, flow_id)
+        handle = FlowHandle(flow_id, name, self.get_status)
+        pending = self._tracker.add_pending(key, handle, effective, self._on_timeout)
+        self._settle_from_redis(key, [pending])            # THEN: already finished?
+        return handle
 
 
 def _close_all(workers: List[Worker], timeout: Optional[float]) -> None:

@@ -9,7 +9,13 @@
 A step handler is ``fn(ctx) -> result`` (JSON); a rollback is ``fn(ctx)``, run when a
 later step fails. The same definition object may be imported by the process that
 starts workflows (it needs only the names and the shape) and by the processes
-that run the steps (they need the handlers).
+that run the steps (they need the handlers). A process that only starts workflows
+may declare the shape alone, as OriJS's definitions do (steps without handlers)::
+
+    order_shape = Workflow("OrderWorkflow").step("validate").step("charge") \
+        .parallel("email", "sms").step("fulfill")
+    provider.register_emitter(order_shape)
+    provider.execute("OrderWorkflow", {"orderId": "1"})
 """
 from __future__ import annotations
 
@@ -98,8 +104,8 @@ class StepGroup:
         return PARALLEL_PREFIX + ",".join(self.names) if self.kind == "parallel" else None
 
 
-ParallelItem = Union[Tuple[str, StepHandler], Tuple[str, StepHandler, Optional[RollbackHandler]],
-                     StepDef]
+ParallelItem = Union[str, Tuple[str, StepHandler],
+                     Tuple[str, StepHandler, Optional[RollbackHandler]], StepDef]
 
 
 @dataclass
@@ -108,7 +114,11 @@ class Workflow:
 
     ``on_complete(ctx)``, if given, makes the workflow's result; without it the result
     is the dict of every step's result by step name. ``attempts``/``backoff`` are the
-    default retry options of its step jobs.
+    default retry options of its step jobs. ``on_error(ctx, error)`` (OriJS's onError)
+    runs once when the workflow fails, where the failure is decided (the process whose
+    step failed for the last time), after the rollbacks: ``ctx.results`` holds the
+    results so far, ``ctx.step_name`` the failed step, ``error`` is the
+    :class:`WorkflowFailedError` the caller gets; if it raises, that is logged.
     """
 
     name: str
@@ -116,18 +126,23 @@ class Workflow:
     attempts: Optional[int] = None
     backoff: Any = None
     groups: List[StepGroup] = field(default_factory=list)
+    on_error: Optional[Callable[["WorkflowContext", BaseException], Any]] = None
 
     def __post_init__(self) -> None:
         validate_workflow_name(self.name)
         if self.on_complete is not None and not callable(self.on_complete):
             raise errors.InvalidArgumentType(
                 "on_complete must be callable: on_complete(ctx) -> result")
+        if self.on_error is not None and not callable(self.on_error):
+            raise errors.InvalidArgumentType("on_error must be callable: on_error(ctx, error)")
         _check_retry(self.attempts, self.backoff, f"workflow {self.name!r}")
 
     # -- building ----------------------------------------------------------
-    def step(self, name: str, handler: StepHandler, rollback: Optional[RollbackHandler] = None,
-             *, attempts: Optional[int] = None, backoff: Any = None) -> "Workflow":
-        """Append a step run after everything before it."""
+    def step(self, name: str, handler: Optional[StepHandler] = None,
+             rollback: Optional[RollbackHandler] = None, *, attempts: Optional[int] = None,
+             backoff: Any = None) -> "Workflow":
+        """Append a step run after everything before it (without a handler: declared
+        only, for a process that starts the workflow and does not run it)."""
         step = self._make(name, handler, rollback, attempts, backoff)
         if self.groups and self.groups[-1].kind == "sequential":
             last = self.groups[-1]
@@ -138,12 +153,15 @@ class Workflow:
 
     def parallel(self, *items: ParallelItem) -> "Workflow":
         """Append a group of steps run concurrently: ``(name, handler)``,
-        ``(name, handler, rollback)`` or :class:`StepDef` items (at least one)."""
+        ``(name, handler, rollback)``, :class:`StepDef` or, declared only, ``name``
+        items (at least one)."""
         if not items:
             raise errors.InvalidArgument("parallel() needs at least one (name, handler) step")
         steps: List[StepDef] = []
         for i, item in enumerate(items):
-            if isinstance(item, StepDef):
+            if isinstance(item, str):
+                steps.append(self._make(item, None, None, None, None, pending=steps))
+            elif isinstance(item, StepDef):
                 steps.append(self._make(item.name, item.handler, item.rollback, item.attempts,
                                         item.backoff, pending=steps))
             elif isinstance(item, tuple) and len(item) in (2, 3):
@@ -162,9 +180,11 @@ class Workflow:
         if name in self.step_names or name in [s.name for s in pending]:
             raise errors.InvalidArgument(
                 f"workflow {self.name!r} already has a step named {name!r}")
-        if not callable(handler):
+        if handler is not None and not callable(handler):
             raise errors.InvalidArgumentType(
                 f"handler of step {name!r} must be callable: handler(ctx) -> result")
+        if rollback is not None and handler is None:
+            raise errors.InvalidArgumentType(f"step {name!r} has a rollback but no handler")
         if rollback is not None and not callable(rollback):
             raise errors.InvalidArgumentType(
                 f"rollback of step {name!r} must be callable: rollback(ctx)")
@@ -176,6 +196,11 @@ class Workflow:
     def step_names(self) -> List[str]:
         """Every step name, in execution order (parallel members in declared order)."""
         return [s.name for g in self.groups for s in g.steps]
+
+    @property
+    def declared_only(self) -> List[str]:
+        """The steps declared without a handler (the shape is all this definition has)."""
+        return [s.name for g in self.groups for s in g.steps if s.handler is None]
 
     @property
     def steps(self) -> Dict[str, StepDef]:

@@ -5,8 +5,9 @@ A failed workflow fails its handle with :class:`WorkflowFailedError` (a
 naming the step and its error, ``rollback_errors`` holds one
 :class:`RollbackFailedError` per rollback handler that raised. The same shapes
 come back whichever process ran the step: across processes they are rebuilt
-from what the failing step wrote to Redis (its ``failedReason`` and a summary
-line in its job logs).
+from what the failing step wrote to Redis (a summary line in its job logs, else
+the OriJS failure record or ``failedReason``, decoded from OriJS's formats:
+``Step '<name>' failed: <message>`` and ``ORIJSError:{json}``).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from .. import errors
 
-__all__ = ["StepNotFoundError", "WorkflowNotRegisteredError", "StepFailedError",
+__all__ = ["StepNotFoundError", "WorkflowNotFoundError", "WorkflowNotRegisteredError", "StepFailedError",
            "RollbackFailedError", "WorkflowFailedError", "WorkflowTimeoutError",
            "StepTimeoutError"]
 
@@ -26,6 +27,15 @@ class StepNotFoundError(errors.OrijsError, LookupError):
         super().__init__(f"no step {step_name!r} registered for workflow {workflow_name!r}")
         self.workflow_name = workflow_name
         self.step_name = step_name
+
+
+class WorkflowNotFoundError(errors.OrijsError, LookupError):
+    """No workflow job has this flow id (never started, or already removed)."""
+
+    def __init__(self, flow_id: str) -> None:
+        super().__init__(f"workflow {flow_id!r} not found: it may not exist or has been "
+                         "cleaned up")
+        self.flow_id = flow_id
 
 
 class WorkflowNotRegisteredError(errors.InvalidStateError, LookupError):
@@ -58,10 +68,13 @@ class StepFailedError(errors.OrijsError):
 
 
 class RollbackFailedError(errors.OrijsError):
-    """A rollback handler raised; the other rollbacks still ran."""
+    """A rollback handler raised; the other rollbacks still ran. ``step_name`` is None
+    when the failure was decoded from an OriJS ``ORIJSError:`` record (which does not
+    name the step)."""
 
-    def __init__(self, step_name: str, error_type: str, message: str) -> None:
-        super().__init__(f"rollback of step {step_name!r} failed: {error_type}: {message}")
+    def __init__(self, step_name: Optional[str], error_type: str, message: str) -> None:
+        where = f"rollback of step {step_name!r}" if step_name else "a rollback"
+        super().__init__(f"{where} failed: {error_type}: {message}")
         self.step_name = step_name
         self.error_type = error_type
         self.message = message

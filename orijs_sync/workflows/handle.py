@@ -7,8 +7,8 @@ The tracker holds two maps, both guarded by one lock and both bounded:
   ``claim``/``claim_all`` are the settle-once guard: whoever claims an entry (the
   events thread, the timeout, a local step failure) is the only one to settle it.
 - local flow states, ``(workflow, flow id) -> LocalFlowState``, in insertion order
-  (LRU proxy): the oldest is evicted at ``max_flow_states``; a settled flow's state is
-  removed ``cleanup_delay`` seconds later.
+  (LRU proxy): the oldest is evicted at ``max_flow_states`` (0: no limit); a settled
+  flow's state is removed ``cleanup_delay`` seconds later (0: never), as in OriJS.
 
 Timeouts and cleanups are entries of the provider's single :class:`Timer`.
 """
@@ -25,7 +25,7 @@ from .._timer import Timer, TimerHandle
 
 __all__ = ["FlowHandle", "FlowTracker", "LocalFlowState", "Pending", "FLOW_STATUSES"]
 
-FLOW_STATUSES = ("pending", "running", "completed", "failed", "unknown")
+FLOW_STATUSES = ("pending", "running", "completed", "failed")
 FlowKey = Tuple[str, str]
 
 
@@ -45,7 +45,8 @@ class FlowHandle(CheckedFuture):
         return self._flow_id
 
     def status(self) -> str:
-        """pending, running, completed, failed or unknown (local state, else Redis)."""
+        """pending, running, completed or failed (local state, else Redis; failed after a
+        timeout until the outcome arrives)."""
         return self._status_fn(self._flow_id, self.workflow_name)
 
     def cancel(self) -> bool:
@@ -87,9 +88,9 @@ class LocalFlowState:
 class FlowTracker:
     def __init__(self, timer: Timer, *, max_flow_states: int, cleanup_delay: float) -> None:
         if isinstance(max_flow_states, bool) or not isinstance(max_flow_states, int) \
-                or max_flow_states < 1:
+                or max_flow_states < 0:
             raise errors.InvalidArgument(
-                f"max_flow_states must be an integer >= 1, got {max_flow_states!r}")
+                f"max_flow_states must be an integer >= 0 (0: no limit), got {max_flow_states!r}")
         self.timer = timer
         self.max_flow_states = max_flow_states
         self.cleanup_delay = cleanup_delay
@@ -159,7 +160,7 @@ class FlowTracker:
             if state is not None:
                 self._states.move_to_end(key)
                 return state, False
-            while len(self._states) >= self.max_flow_states:
+            while self.max_flow_states and len(self._states) >= self.max_flow_states:
                 _, old = self._states.popitem(last=False)
                 evicted.append(old)
             state = LocalFlowState(key[0], key[1], status)
@@ -186,7 +187,7 @@ class FlowTracker:
             if outcome is not None:
                 state.outcome = outcome
             final = status in ("completed", "failed")
-            if final and state.cleanup is None and not self._closed:
+            if final and state.cleanup is None and not self._closed and self.cleanup_delay > 0:
                 try:
                     state.cleanup = self.timer.call_later(self.cleanup_delay,
                                                           lambda: self._expire(key, state))

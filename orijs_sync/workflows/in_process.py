@@ -27,12 +27,10 @@ from ._execution import (
 )
 from .context import WorkflowContext
 from .definition import StepGroup, Workflow, backoff_seconds
-from .errors import WorkflowTimeoutError
+from .errors import WorkflowNotFoundError, WorkflowTimeoutError
 from .handle import FlowHandle, Pending
 from .results import result_key, sanitize
 from .step_registry import RegisteredStep, StepRegistry
-
-log = logging.getLogger(__name__)
 
 __all__ = ["InProcessWorkflowProvider"]
 
@@ -54,15 +52,17 @@ class InProcessWorkflowProvider(ProviderBase):
                  provider_id: Optional[str] = None, *,
                  flow_state_cleanup_delay: Seconds = 300.0, concurrency: int = 10,
                  parallel_workers: int = 16, step_registry: Optional[StepRegistry] = None,
-                 default_step_options: Optional[Mapping[str, Any]] = None) -> None:
+                 default_step_options: Optional[Mapping[str, Any]] = None,
+                 logger: Optional[logging.Logger] = None) -> None:
         super().__init__(name="inprocess", default_timeout=default_timeout,
                          stall_interval=stall_interval, step_timeout=step_timeout,
                          max_flow_states=max_flow_states, provider_id=provider_id,
                          flow_state_cleanup_delay=flow_state_cleanup_delay,
                          concurrency=concurrency, parallel_workers=parallel_workers,
                          step_registry=step_registry,
-                         default_step_options=default_step_options)
+                         default_step_options=default_step_options, logger=logger)
         self._runner: Optional[ThreadPoolExecutor] = None
+        self._runners: Dict[str, ThreadPoolExecutor] = {}   # workflows with own concurrency
         self._stopping = threading.Event()
 
     def start(self) -> "InProcessWorkflowProvider":
@@ -83,9 +83,12 @@ class InProcessWorkflowProvider(ProviderBase):
                 return
             self._state = "stopped"
             self._stopping.set()          # a run that has not started yet will not
-            runner, self._runner = self._runner, None
-        if runner is not None:
-            runner.shutdown(wait=True, cancel_futures=True)
+            runners = [self._runner, *self._runners.values()]
+            self._runner = None
+            self._runners.clear()
+        for runner in runners:
+            if runner is not None:
+                runner.shutdown(wait=True, cancel_futures=True)
         self._executor.shutdown()
         self._timer.stop()
         shutdown = errors.ShutdownError("the workflow provider stopped")
@@ -98,8 +101,7 @@ class InProcessWorkflowProvider(ProviderBase):
                 idempotency_key: Optional[str] = None) -> FlowHandle:
         call = self._prepare(workflow, data, meta, timeout, idempotency_key)
         key = call.key
-        with self._lock:
-            runner = self._runner
+        runner = self._runner_for(key[0])
         if runner is None:
             raise errors.ShutdownError("the workflow provider is stopped")
         handle = FlowHandle(call.flow_id, key[0], self.get_status)
@@ -112,7 +114,7 @@ class InProcessWorkflowProvider(ProviderBase):
                 handle._settle(result=value) if ok else handle._settle(exc=value)
             return handle
         try:
-            runner.submit(run_logged, log, self._run, key, call.definition,
+            runner.submit(run_logged, self._log, self._run, key, call.definition,
                           json.loads(call.data_text), call.meta)
         except RuntimeError:   # stopped meanwhile
             if self._tracker.claim(pending):
@@ -121,8 +123,23 @@ class InProcessWorkflowProvider(ProviderBase):
         self._tracker.set_status(key, "running", only_from="pending")
         return handle
 
+    def _runner_for(self, workflow_name: str) -> Optional[ThreadPoolExecutor]:
+        """The pool running this workflow: its own when registered with a concurrency."""
+        with self._lock:
+            limit = self._workflow_concurrency.get(workflow_name)
+            if self._runner is None or limit is None:
+                return self._runner
+            runner = self._runners.get(workflow_name)
+            if runner is None:
+                runner = ThreadPoolExecutor(limit, thread_name_prefix=f"orijs-workflow-run-"
+                                                                       f"{workflow_name}")
+                self._runners[workflow_name] = runner
+            return runner
+
     def _on_timeout(self, pending: Pending) -> None:
         if self._tracker.claim(pending):
+            if not self._tracker.has_pending(pending.key):
+                self._tracker.set_status(pending.key, "failed")   # as OriJS
             pending.handle._settle(exc=WorkflowTimeoutError(pending.key[0], pending.key[1],
                                                             pending.timeout))
 
@@ -179,7 +196,7 @@ class InProcessWorkflowProvider(ProviderBase):
             self._finish(key, False, self._fail(definition, resolve, ctx, completed, failure))
             return
         except Exception as exc:  # noqa: BLE001 - a bug here must still settle the handle
-            log.exception("workflow %s (%s): unexpected error", key[0], key[1])
+            self._log.exception("workflow %s (%s): unexpected error", key[0], key[1])
             self._finish(key, False, exc)
             return
         self._finish(key, True, result)
@@ -237,11 +254,33 @@ class InProcessWorkflowProvider(ProviderBase):
             order, done, get_rollback, ctx.for_step(None, done))
         step_name = failure.step_name or None
         summary = failure_summary(step_name, failure.error, rolled_back, rollback_errors)
-        return error_from_summary(ctx.workflow_name, ctx.flow_id, summary, cause=failure.error,
-                                  rollback_errors=rollback_errors)
+        err = error_from_summary(ctx.workflow_name, ctx.flow_id, summary, cause=failure.error,
+                                 rollback_errors=rollback_errors)
+        self._executor.on_error(definition.on_error, ctx.for_step(step_name, done), err)
+        return err
 
     # -- status --------------------------------------------------------------------
     def get_status(self, flow_id: str, workflow_name: Optional[str] = None) -> str:
         """pending, running, completed or failed while the flow's local state lives;
-        else unknown."""
-        return self._local_status(flow_id, workflow_name) or "unknown"
+        else pending (as OriJS answers for a flow it cannot find)."""
+        return self._local_status(flow_id, workflow_name) or "pending"
+
+    def get_handle(self, flow_id: str, workflow_name: Optional[str] = None, *,
+                   timeout: Optional[Seconds] = None) -> FlowHandle:
+        """A handle on a flow of this provider whose local state still lives.
+        Raises :class:`WorkflowNotFoundError` otherwise."""
+        effective = self._effective_timeout(timeout)
+        self._check_started()
+        for name in [workflow_name] if workflow_name else self._known_names():
+            key = (name, flow_id)
+            state = self._tracker.get_state(key)
+            if state is None:
+                continue
+            handle = FlowHandle(flow_id, name, self.get_status)
+            pending = self._tracker.add_pending(key, handle, effective, self._on_timeout)
+            outcome = state.outcome         # finished already: settle now
+            if outcome is not None and self._tracker.claim(pending):
+                ok, value = outcome
+                handle._settle(result=value) if ok else handle._settle(exc=value)
+            return handle
+        raise WorkflowNotFoundError(flow_id)

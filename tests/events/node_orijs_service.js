@@ -4,9 +4,12 @@
  * (tests/interop/node_modules, put on NODE_PATH by the test). It writes and reads
  * events exactly as @orijs/bullmq's BullMQEventProvider does.
  *
- *   node node_orijs_service.js serve '{"url", "queue", "count", "readyFile"}'
+ *   node node_orijs_service.js serve '{"url", "queue", "count", "readyFile", "startFile"?}'
  *       A Worker on `queue`; each job's return value is {handledBy: "node", envelope: job.data}.
  *       Writes readyFile once the worker is ready; exits after `count` completed jobs.
+ *       With startFile, registers first and starts last, as an OriJS service does: the
+ *       worker is created without running, readyFile is written, and it runs once
+ *       startFile exists.
  *   node node_orijs_service.js emit '{"url", "queue", "envelope"}'
  *       queue.add("event", envelope, {jobId, attempts: 3, backoff: exponential 1000 ms}),
  *       waits for the outcome through QueueEvents, prints {returnvalue} or {failedReason}.
@@ -26,10 +29,22 @@ function done(payload, code) {
   process.stdout.write(JSON.stringify(payload) + '\n', () => process.exit(code));
 }
 
+function fileExists(path) {
+  return new Promise((resolve) => {
+    const poll = setInterval(() => {
+      if (fs.existsSync(path)) {
+        clearInterval(poll);
+        resolve();
+      }
+    }, 20);
+  });
+}
+
 async function serve(args) {
   let completed = 0;
   const worker = new Worker(args.queue, async (job) => ({ handledBy: 'node', envelope: job.data }),
-                            { connection: connection(args.url), concurrency: 10 });
+                            { connection: connection(args.url), concurrency: 10,
+                              autorun: !args.startFile });
   const finished = new Promise((resolve) => {
     worker.on('completed', () => {
       completed += 1;
@@ -40,6 +55,10 @@ async function serve(args) {
   });
   await worker.waitUntilReady();
   fs.writeFileSync(args.readyFile, 'ready');
+  if (args.startFile) {
+    await fileExists(args.startFile);
+    worker.run();
+  }
   await finished;
   await worker.close();
   return { completed };

@@ -217,21 +217,23 @@ def test_stop_lets_running_handlers_finish(make_provider):
 
 def test_not_started_and_context_manager(make_provider):
     provider = make_provider(start=False)
-    with pytest.raises(errors.InvalidStateError):
-        provider.emit("x", {})
+    early = provider.emit("cm", {})            # accepted before start, as in OriJS
     with provider as p:
         assert p is provider
         p.subscribe("cm", lambda m: "ok")
         assert p.emit("cm", {}).result(timeout=10) == "ok"
+        assert early.result(timeout=10) == "ok"
     with pytest.raises(errors.ShutdownError):
         provider.emit("cm", {})
 
 
-def test_subscribing_twice_is_refused(make_provider):
+def test_subscribing_again_replaces_the_handler(make_provider):
+    """As OriJS's registerWorker swaps the worker (issue 20)."""
     provider = make_provider()
     provider.subscribe("once", lambda m: 1)
-    with pytest.raises(ValueError, match="already"):
-        provider.subscribe("once", lambda m: 2)
+    assert provider.emit("once", {}).result(timeout=10) == 1
+    provider.subscribe("once", lambda m: 2)
+    assert provider.emit("once", {}).result(timeout=10) == 2
 
 
 # -- validation -------------------------------------------------------------------------

@@ -3,8 +3,6 @@ Node BullMQ service playing the OriJS (TypeScript) side, in both directions."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import time
 import uuid
@@ -16,10 +14,10 @@ import redis
 
 from orijs_sync import Queue, errors
 from events_helpers import Recorder, wait_until
+from node_stand_in import node_command, node_env, node_reply
 
 HERE = Path(__file__).resolve().parent
 NODE_SCRIPT = HERE / "node_orijs_service.js"
-NODE_MODULES = HERE.parent / "interop" / "node_modules"
 
 
 @pytest.fixture
@@ -141,22 +139,10 @@ def test_removal_by_another_instance_cancels_the_waiter(bullmq_provider):
 
 # -- a real Node BullMQ service as the OriJS side ------------------------------------------
 def _node_cmd(command: str, args: dict) -> list:
-    node = shutil.which("node")
-    assert node, "these tests need Node.js (`node` on PATH) and tests/interop's npm install"
-    assert (NODE_MODULES / "bullmq").is_dir(), f"Node bullmq is missing in {NODE_MODULES}"
-    return [node, str(NODE_SCRIPT), command, json.dumps(args)]
+    return node_command(NODE_SCRIPT, command, args)
 
 
-def _node_env() -> dict:
-    return {**os.environ, "NODE_PATH": str(NODE_MODULES)}
-
-
-def _reply(stdout: str, stderr: str) -> dict:
-    lines = [line for line in stdout.splitlines() if line.strip()]
-    assert lines, f"node printed nothing; stderr:\n{stderr}"
-    reply = json.loads(lines[-1])
-    assert reply["ok"], f"node failed: {reply.get('error')}\nstderr:\n{stderr}"
-    return reply["result"]
+_node_env, _reply = node_env, node_reply
 
 
 def test_node_service_handles_a_python_event(bullmq_provider, namespace, redis_url, tmp_path):

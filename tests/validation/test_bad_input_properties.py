@@ -341,7 +341,8 @@ CASES: Dict[str, Case] = {
         lambda v: v[0]),
     "Workflow.step": Case(
         st.one_of(st.tuples(st.just("name"), bad_names),
-                  st.tuples(st.just("handler"), not_callable),
+                  # handler=None declares a step for an emitter-only process (register_emitter)
+                  st.tuples(st.just("handler"), not_callable.filter(lambda v: v is not None)),
                   st.tuples(st.just("attempts"), bad_ints(1).filter(lambda v: v is not None))),
         lambda w, v: Workflow("validation-x").step(
             **({"name": "s", "handler": print} | {v[0]: v[1]})),

@@ -26,6 +26,9 @@ class ProviderFactory:
             self.queue_prefix = f"{request.getfixturevalue('namespace')}.workflow"
 
     def __call__(self, *workflows: Any, start: bool = True, **options: Any) -> Any:
+        # One attempt per step unless a test says otherwise (None: the provider's
+        # defaults, OriJS's 3 attempts with back-off).
+        options.setdefault("default_step_options", {"attempts": 1})
         if self.kind == "bullmq":
             assert self.queue_prefix is not None
             provider: Any = BullMQWorkflowProvider(self.url, queue_prefix=self.queue_prefix,

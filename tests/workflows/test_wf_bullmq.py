@@ -90,7 +90,7 @@ def test_flow_registry_and_status_from_another_provider(bullmq, r):
     assert stranger.get_status(handle.id) == "completed"
     assert stranger.lookup_flow(handle.id) == "Registered"
     r.delete(key)                            # expired: fall back to searching
-    assert stranger.get_status(handle.id) == "unknown"
+    assert stranger.get_status(handle.id) == "pending"       # as OriJS: not found
     searcher = bullmq()
     searcher.register_emitter("Registered")
     assert searcher.lookup_flow(handle.id) == "Registered"
@@ -143,7 +143,7 @@ def test_timeout_checks_redis_before_rejecting(bullmq):
         assert info.value.primary.step_name == "b" and info.value.rolled_back == ["a"]
         with pytest.raises(WorkflowTimeoutError):
             fourth.result(timeout=GUARD)
-        assert fourth.status() == "running"      # still waiting in Redis
+        assert fourth.status() == "failed"       # timed out, as OriJS says (Redis: waiting)
     finally:
         unblock.set()
     assert first.result(timeout=GUARD) == {"a": 0}
