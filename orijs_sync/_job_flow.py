@@ -51,6 +51,8 @@ def attach_to_parent(parent: Any, opts: Dict[str, Any]) -> Dict[str, Any]:
 def child_key(child: Any) -> str:
     """``"{prefix}:{queue}:{id}"`` of a Job, or the string itself."""
     if isinstance(child, str):
+        if not child:
+            raise errors.InvalidArgument("child key must not be empty")
         return child
     key = getattr(child, "key", None)
     if isinstance(key, str):

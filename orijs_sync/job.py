@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Protocol
 
+from . import _validate as check
 from . import errors, options
 from ._job_actions import JobActionsMixin
 from ._job_flow import FlowJobMixin
@@ -64,11 +65,12 @@ class Job(JobActionsMixin, FlowJobMixin):
     def __init__(self, queue: "QueueLike", job_id: str, name: str, data: Any,
                  opts: Optional[Dict[str, Any]] = None, timestamp: Optional[int] = None) -> None:
         self.queue = queue
-        self.id = job_id
-        self.name = name
+        self.id = check.job_id(job_id)
+        self.name = check.string(name, "name", non_empty=False)
         self.data = data
-        self.opts: Dict[str, Any] = dict(opts or {})
-        self.timestamp = timestamp if timestamp is not None else now_ms()
+        self.opts: Dict[str, Any] = check.mapping(opts, "opts")
+        self.timestamp = now_ms() if timestamp is None \
+            else check.integer(timestamp, "timestamp", minimum=0, maximum=check.MAX_INT)
         self.delay = int(self.opts.get("delay", 0) or 0)
         self.priority = int(self.opts.get("priority", 0) or 0)
         self.progress: Any = 0
@@ -194,9 +196,11 @@ class Job(JobActionsMixin, FlowJobMixin):
         self.progress = progress
 
     def log(self, line: str) -> int:
+        """Append ``line`` to the job's log (BullMQ's ``job.log``); returns the log's length."""
+        check.string(line, "line", non_empty=False)
         keep = int(self.opts.get("kl") or 0)
         count = self.queue.scripts.run("addLog", [self.key, self.queue.keys.logs(self.id)],
-                                       [str(line), keep])
+                                       [line, keep])
         if count == -1:
             raise errors.JobNotFound(f"job {self.id} not found")
         return int(count)

@@ -20,6 +20,7 @@ from concurrent.futures import CancelledError
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Type
 
 from .. import _fork, errors
+from .. import _validate as check
 from .._futures import no_result
 from .._timer import Timer, TimerHandle
 from .._util import to_seconds
@@ -64,7 +65,8 @@ class CompletionTracker:
                  prefix: str = "bull", queue_events_class: Type[QueueEvents] = QueueEvents,
                  logger: Optional[logging.Logger] = None) -> None:
         self.connection = connection
-        self.prefix = prefix
+        self.prefix = check.string(prefix, "prefix")
+        check.function(queue_events_class, "queue_events_class")
         self.default_timeout: float = to_seconds(default_timeout, "default_timeout",
                                                 allow_none=False) or 0.0
         self._queue_events_class = queue_events_class

@@ -71,6 +71,10 @@ class ScheduledEventManager:
     def __init__(self, connection: Any = None, *, queue_manager: Optional[QueueManager] = None,
                  prefix: str = "bull", queue_class: Type[Queue] = Queue,
                  logger: Optional[logging.Logger] = None) -> None:
+        if queue_manager is not None and not isinstance(queue_manager, QueueManager):
+            check.bad_type("queue_manager", queue_manager, "a QueueManager")
+        check.string(prefix, "prefix")
+        check.function(queue_class, "queue_class")
         self.connection = connection if queue_manager is None or connection is not None \
             else queue_manager.connection
         self.queue_manager = queue_manager

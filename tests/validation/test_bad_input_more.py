@@ -1,0 +1,68 @@
+"""The entry points the property suite does not drive: Job's constructor and writes,
+move_to_waiting_children's child, and the event layer's parts built directly."""
+from __future__ import annotations
+
+import pytest
+
+from orijs_sync import Job, Worker, errors
+from orijs_sync.events import CompletionTracker, ScheduledEventManager
+from orijs_sync.testing import wait_until
+
+
+def keyspace(r):
+    return sorted(r.keys("*"))
+
+
+@pytest.mark.parametrize("kwargs, arg", [
+    ({"job_id": ""}, "job_id"),
+    ({"name": None}, "name"),
+    ({"opts": ["attempts", 3]}, "opts"),
+    ({"timestamp": float("nan")}, "timestamp"),
+    ({"timestamp": -1}, "timestamp"),
+])
+def test_job_constructor_names_the_bad_argument(queue, kwargs, arg):
+    args = {"job_id": "1", "name": "x", "data": {}, **kwargs}
+    with pytest.raises(errors.ValidationError) as info:
+        Job(queue, args.pop("job_id"), args.pop("name"), args.pop("data"), **args)
+    assert arg in str(info.value)
+
+
+@pytest.mark.parametrize("line", [None, 42, b"bytes", ["a"]])
+def test_job_log_takes_text_only_and_writes_nothing(queue, r, line):
+    job = queue.add("x", {})
+    before = {key: r.type(key) for key in keyspace(r)}
+    with pytest.raises(errors.InvalidArgumentType, match="line"):
+        job.log(line)
+    assert {key: r.type(key) for key in keyspace(r)} == before
+    assert job.log("fine") == 1
+
+
+def test_move_to_waiting_children_refuses_an_empty_child_key(queue, redis_url):
+    seen = []
+
+    def handler(job):
+        try:
+            job.move_to_waiting_children("")
+        except errors.InvalidArgument as exc:
+            seen.append(str(exc))
+        return "done"
+
+    job = queue.add("parent", {})
+    with Worker(queue.name, handler, connection=redis_url):
+        wait_until(lambda: queue.get_job_state(job.id) == "completed", timeout=10)
+    assert seen and "child" in seen[0]
+
+
+@pytest.mark.parametrize("make, arg", [
+    (lambda url: CompletionTracker(url, prefix=""), "prefix"),
+    (lambda url: CompletionTracker(url, prefix=3), "prefix"),
+    (lambda url: CompletionTracker(url, queue_events_class="QueueEvents"), "queue_events_class"),
+    (lambda url: CompletionTracker(url, default_timeout=float("nan")), "default_timeout"),
+    (lambda url: ScheduledEventManager(url, queue_manager=object()), "queue_manager"),
+    (lambda url: ScheduledEventManager(url, prefix=None), "prefix"),
+    (lambda url: ScheduledEventManager(url, queue_class=None), "queue_class"),
+])
+def test_event_parts_built_directly_check_their_arguments(redis_url, make, arg):
+    with pytest.raises(errors.ValidationError) as info:
+        make(redis_url)
+    assert arg in str(info.value)
