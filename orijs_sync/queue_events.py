@@ -250,6 +250,7 @@ class QueueEvents:
     def start(self) -> "QueueEvents":
         if self._tailer is None:
             self._tailer = _Tailer(self)
+            self._tailer.probe = self.client.ping      # read again as soon as Redis is back
             self._tailer.start(f"orijs-events-{','.join(self.queues)[:40]}")
         return self
 

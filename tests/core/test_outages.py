@@ -3,6 +3,9 @@ no job runs in two workers at once, no finished result is dropped, work resumes 
 and workers started before Redis wait for it."""
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import threading
 import time
 from typing import Iterator, List
@@ -10,7 +13,8 @@ from typing import Iterator, List
 import pytest
 import redis
 
-from orijs_sync import Queue, Worker, errors
+from orijs_sync import Queue, QueueEvents, Worker, errors
+from orijs_sync.events import CompletionTracker
 from orijs_sync.testing import RedisServer, wait_until
 
 
@@ -118,3 +122,174 @@ def test_a_job_finished_during_an_outage_is_recorded_once(aof_redis):
     assert not [e for e in reported if isinstance(e, errors.LockLost)]
     queue.close()
     r.close()
+
+
+def test_a_worker_and_run_started_before_redis_is_up(caplog):
+    server = RedisServer()               # its port is chosen; Redis starts later
+    started: List[str] = []
+    both = threading.Event()
+
+    def handler(name):
+        def run(job):
+            started.append(name)
+            if len(started) == 2:
+                both.set()
+            both.wait(20)                # each worker holds its job until the other has one
+            return name
+        return run
+
+    early = Worker("early", handler("start"), connection=server.url)
+    with pytest.raises(errors.ConnectionError):
+        early.start()
+    assert not early.is_running          # start() is atomic: the worker is still startable
+    waiting = Worker("early", handler("run"), connection=server.url, max_reconnect_delay=0.3)
+    caplog.set_level("WARNING", logger="orijs_sync.worker")
+    thread = threading.Thread(target=waiting.run, name="test-worker-run")
+    thread.start()
+    try:
+        wait_until(lambda: caplog.text.count("waiting for Redis") >= 3, 20,
+                   "run() to retry, logging each try")
+        assert thread.is_alive() and not waiting.is_running
+        server.start(attempts=1)         # the same port
+        early.start()
+        queue = Queue("early", connection=server.url)
+        jobs = queue.add_bulk([{"name": "x", "data": {}} for _ in range(2)])
+        wait_until(lambda: all(queue.get_job_state(j.id) == "completed" for j in jobs), 30)
+        assert sorted(queue.get_job(j.id).returnvalue for j in jobs) == ["run", "start"]
+        queue.close()
+    finally:
+        waiting.close(timeout=20)
+        thread.join(20)
+        early.close(timeout=20)
+        server.stop()
+    assert not thread.is_alive()
+
+
+def test_run_gives_up_after_its_connect_timeout_and_on_close():
+    server = RedisServer()               # never started
+    worker = Worker("never", lambda job: None, connection=server.url, max_reconnect_delay=0.2)
+    with pytest.raises(errors.TimeoutError, match="did not answer within 0.5s"):
+        worker.run(connect_timeout=0.5)
+    assert not worker.is_running
+    with pytest.raises(ValueError):
+        worker.run(connect_timeout=-1)
+    closing = Worker("never", lambda job: None, connection=server.url)
+    thread = threading.Thread(target=closing.run, name="test-worker-run")
+    thread.start()
+    time.sleep(0.3)
+    closing.close(timeout=10)            # from another thread: run() returns
+    thread.join(10)
+    assert not thread.is_alive()
+
+
+def test_the_cli_worker_waits_for_redis_then_works(tmp_path):
+    server = RedisServer()
+    (tmp_path / "cli_tasks.py").write_text("def double(job):\n    return job.data['n'] * 2\n")
+    cmd = [sys.executable, "-m", "orijs_sync.cli", "--url", server.url, "worker", "cli",
+           "cli_tasks:double"]
+    gave_up = subprocess.run([*cmd, "--connect-timeout", "0.5"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=60)
+    assert gave_up.returncode == 2 and "did not answer within 0.5s" in gave_up.stderr
+    proc = subprocess.Popen([*cmd, "--max-reconnect-delay", "0.3"], cwd=tmp_path,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)
+        assert proc.poll() is None       # still waiting for Redis
+        server.start(attempts=1)
+        with Queue("cli", connection=server.url) as queue:
+            job = queue.add("x", {"n": 21})
+            wait_until(lambda: queue.get_job_state(job.id) == "completed", 30)
+            assert queue.get_job(job.id).returnvalue == 42
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+        assert proc.returncode == 0
+        assert "waiting for Redis" in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        server.stop()
+
+
+def test_work_resumes_at_once_when_redis_is_back(aof_redis):
+    url = aof_redis.url
+    done: List[str] = []
+    # A long back-off cap: without probing, the fetcher would pause for many seconds.
+    worker = Worker("resume", lambda job: done.append(job.id), connection=url,
+                    max_reconnect_delay=60, drain_delay=0.5)
+    with worker, Queue("resume", connection=url) as queue:
+        queue.add("x", {})
+        wait_until(lambda: len(done) == 1)
+        aof_redis.halt()
+        time.sleep(7)                    # the fetcher's pause has grown past 3 s
+        aof_redis.restart()
+        job = queue.add("x", {})
+        # Probes every 0.1 s find Redis back; a generous bound, far under the 6 s pause
+        # the back-off alone would take here.
+        wait_until(lambda: job.id in done, 4, "the job added after the outage to run")
+
+
+def test_completions_across_an_outage_settle_once_and_in_time(aof_redis):
+    """The events thread and the completion tracker through an outage: every wait is
+    settled exactly once; one whose timeout passes during the outage fails in time."""
+    url = aof_redis.url
+    gate = threading.Event()
+
+    def handler(job):
+        if job.data.get("wait"):
+            gate.wait(30)
+        if job.data.get("fail"):
+            raise RuntimeError("no")
+        return job.data["n"]
+
+    calls: dict = {}
+    lock = threading.Lock()
+
+    def record(corr, kind):
+        def call(value):
+            with lock:
+                calls.setdefault(corr, []).append((kind, value, time.monotonic()))
+        return call
+
+    tracker = CompletionTracker(url).start()
+    queue = Queue("tracked", connection=url)
+    events = QueueEvents("tracked", connection=url)
+    registered = {}
+
+    def emit(corr, data, timeout):
+        tracker.register("tracked", corr, record(corr, "ok"), record(corr, "error"),
+                         timeout=timeout)
+        registered[corr] = time.monotonic()
+        job = queue.add("x", data)
+        tracker.map_job_id("tracked", job.id, corr)
+        return job
+
+    try:
+        with Worker("tracked", handler, connection=url, concurrency=4):
+            before = emit("before", {"n": 1}, 30)              # done before the outage
+            wait_until(lambda: "before" in calls)
+            after = emit("after", {"n": 2, "wait": True}, 30)  # done after it
+            failing = emit("failing", {"n": 3, "wait": True, "fail": True}, 30)
+            late = emit("late", {"n": 4, "wait": True}, 1.0)   # times out during it
+            future = events.job_future(queue, after.id)
+            aof_redis.halt()
+            time.sleep(1.8)
+            aof_redis.restart()
+            gate.set()
+            assert future.result(timeout=30) == 2
+            wait_until(lambda: len(calls) == 4, 30, "every wait to be settled")
+            wait_until(lambda: queue.get_job_state(late.id) == "completed", 30)
+            time.sleep(1.0)                                    # any second settling comes now
+    finally:
+        events.close()
+        tracker.stop()
+        queue.close()
+    assert calls["before"] == [("ok", 1, calls["before"][0][2])]
+    assert calls["after"] == [("ok", 2, calls["after"][0][2])]
+    [(kind, error, _)] = calls["failing"]
+    assert kind == "error" and isinstance(error, errors.JobFailed)
+    [(kind, error, at)] = calls["late"]
+    assert kind == "error" and isinstance(error, errors.TimeoutError)
+    assert at - registered["late"] < 1.0 + 5     # its timeout, give or take a loaded machine
+    assert before.id and failing.id
+    assert tracker.sizes() == {"pending": 0, "job_ids": 0, "early_results": 0, "unmapped": 0,
+                               "timers": 0}
