@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Iterator, List
+from typing import Callable, Iterator, List
 
 import pytest
 import redis
@@ -41,20 +41,25 @@ def lock_renewals(r: redis.Redis, lock_key: str, count: int) -> List[float]:
 
 
 def outage(server: RedisServer, r: redis.Redis, lock_key: str, timing: str,
-           seconds: float) -> None:
+           seconds: float, when_down: Callable[[], None] = lambda: None) -> None:
     """Stop Redis for ``seconds``, right after a renewal of the lock, or just before the
     next one is due (the outage then swallows it: the worst case for the lock)."""
     first, second = lock_renewals(r, lock_key, 2)
     if timing == "just before the next renewal":
         time.sleep(max(second + (second - first) - 0.2 - time.monotonic(), 0))
     server.halt()
+    when_down()
     time.sleep(seconds)
     server.restart()
 
 
-def completed_events(r: redis.Redis, queue: Queue, job_id: str) -> int:
-    return sum(1 for _, f in r.xrange(queue.keys.events)
-               if f.get("event") == "completed" and f.get("jobId") == job_id)
+def assert_recorded_once(queue: Queue, r: redis.Redis, job_id: str, value: object,
+                         reported: List[BaseException]) -> None:
+    """The job's result is the one expected, written once, and no lock was lost."""
+    assert queue.get_job(job_id).returnvalue == value
+    assert sum(1 for _, f in r.xrange(queue.keys.events)
+               if f.get("event") == "completed" and f.get("jobId") == job_id) == 1
+    assert not [e for e in reported if isinstance(e, errors.LockLost)]
 
 
 @pytest.mark.parametrize("timing", ["right after a renewal", "just before the next renewal"])
@@ -83,9 +88,7 @@ def test_an_outage_shorter_than_half_the_lock_never_runs_a_job_twice(aof_redis, 
             outage(aof_redis, r, queue.keys.job(job.id) + ":lock", timing, 1.8)
             wait_until(lambda: queue.get_job_state(job.id) == "completed", 40)
     assert runs == ["first"]
-    assert queue.get_job(job.id).returnvalue == "first"
-    assert completed_events(r, queue, job.id) == 1
-    assert not [e for e in reported if isinstance(e, errors.LockLost)]
+    assert_recorded_once(queue, r, job.id, "first", reported)
     queue.close()
     r.close()
 
@@ -108,18 +111,13 @@ def test_a_job_finished_during_an_outage_is_recorded_once(aof_redis):
     worker.on("error", reported.append)
     with worker:
         wait_until(lambda: runs == [job.id], 20)
-        first, second = lock_renewals(r, queue.keys.job(job.id) + ":lock", 2)
-        time.sleep(max(second + (second - first) - 0.2 - time.monotonic(), 0))
-        aof_redis.halt()
-        release.set()                # it finishes while Redis is down: the write retries
-        time.sleep(1.8)
-        aof_redis.restart()
+        # It finishes while Redis is down: the write retries.
+        outage(aof_redis, r, queue.keys.job(job.id) + ":lock", "just before the next renewal",
+               1.8, when_down=release.set)
         wait_until(lambda: queue.get_job_state(job.id) == "completed", 40)
         time.sleep(1.0)              # a rerun would start now (the job would be back in wait)
     assert runs == [job.id]
-    assert queue.get_job(job.id).returnvalue == "done"
-    assert completed_events(r, queue, job.id) == 1
-    assert not [e for e in reported if isinstance(e, errors.LockLost)]
+    assert_recorded_once(queue, r, job.id, "done", reported)
     queue.close()
     r.close()
 
