@@ -291,3 +291,52 @@ def test_completions_across_an_outage_settle_once_and_in_time(aof_redis):
     assert before.id and failing.id
     assert tracker.sizes() == {"pending": 0, "job_ids": 0, "early_results": 0, "unmapped": 0,
                                "timers": 0}
+
+
+def test_a_lock_that_ran_out_during_a_long_outage_is_reported_and_never_overwritten(aof_redis):
+    url = aof_redis.url
+    queue = Queue("lost", connection=url)
+    r = redis.Redis.from_url(url, decode_responses=True)
+    release = threading.Event()
+    runs: List[str] = []
+
+    def handler(name):
+        def run(job):
+            runs.append(name)
+            if name == "first":
+                release.wait(30)
+            return name
+        return run
+
+    job = queue.add("x", {})
+    reported: List[tuple] = []
+    down = threading.Event()
+    first = Worker("lost", handler("first"), connection=url, lock_duration=2,
+                   stalled_interval=0.5)
+    first.on("error", lambda exc: reported.append((exc, down.is_set())))
+    first.start()
+    try:
+        wait_until(lambda: runs == ["first"], 20)
+        lock_renewals(r, queue.keys.job(job.id) + ":lock", 1)
+        down.set()
+        aof_redis.halt()
+        # Longer than the lock: told while Redis is still down, by the lock's own clock.
+        wait_until(lambda: any(isinstance(e, errors.LockLost) for e, _ in reported), 10)
+        aof_redis.restart()
+        down.clear()
+        with Worker("lost", handler("second"), connection=url, stalled_interval=0.5):
+            wait_until(lambda: queue.get_job_state(job.id) == "completed", 30)
+        release.set()                    # the first run ends: its result is refused
+        wait_until(lambda: len([e for e, _ in reported if isinstance(e, errors.LockLost)]) == 2,
+                   10, "the refused write to be reported")
+    finally:
+        release.set()
+        if down.is_set():
+            aof_redis.restart()
+        first.close(timeout=20)
+    lost = [during for e, during in reported if isinstance(e, errors.LockLost)]
+    assert lost == [True, False]         # once during the outage, once for the refused write
+    assert runs == ["first", "second"]
+    assert_recorded_once(queue, r, job.id, "second", [])
+    queue.close()
+    r.close()
