@@ -4,6 +4,7 @@
     orijs-sync job emails 42
     orijs-sync jobs emails --state failed --limit 20
     orijs-sync worker emails myapp.tasks:send_email --concurrency 16
+    orijs-sync worker emails myapp.tasks:send_email --connect-timeout 120   (waits for Redis)
 """
 from __future__ import annotations
 

@@ -171,6 +171,9 @@ def test_run_gives_up_after_its_connect_timeout_and_on_close():
     assert not worker.is_running
     with pytest.raises(ValueError):
         worker.run(connect_timeout=-1)
+    for bad in (0, -1, "5"):
+        with pytest.raises(ValueError):
+            Worker("never", lambda job: None, connection=server.url, max_reconnect_delay=bad)
     closing = Worker("never", lambda job: None, connection=server.url)
     thread = threading.Thread(target=closing.run, name="test-worker-run")
     thread.start()
