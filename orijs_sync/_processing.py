@@ -90,13 +90,16 @@ class JobRunner:
 
     def run_script(self, name: str, keys: List[str], args: List[Any]) -> Any:
         """Run a finishing script, retrying through a Redis blip for up to one lock
-        duration, so that a finished job's outcome is not lost to a reconnect."""
+        duration, so that a finished job's outcome is not lost to a reconnect. Retries
+        come at most ``lock_retry_interval`` apart (the write lands as soon as Redis is
+        back) while the lock renewer keeps the job's lock."""
         try:
             return self.w._run_hot_script(name, keys, args)
         except errors.ConnectionError:
             pass
         retrying = Retrying(retry=retry_if_exception_type(errors.ConnectionError),
-                            wait=wait_exponential(multiplier=0.05, max=2),
+                            wait=wait_exponential(multiplier=0.05,
+                                                 max=self.w.lock_retry_interval),
                             stop=stop_after_delay(self.w.lock_duration_ms / 1000.0), reraise=True)
         for attempt in retrying:
             with attempt:

@@ -1,15 +1,26 @@
 """Background roles: each is a small class with one ``loop()`` step run by its own
 thread until the shared stop event is set. Waits are ``stop_event.wait(n)`` so
 stopping is immediate; a role's errors are logged and retried with backoff,
-never allowed to kill its thread.
+never allowed to kill its thread. After a connection error, a role with a ``probe``
+checks Redis during its pause and resumes as soon as Redis answers.
 """
 from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable, Optional
+import time
+from typing import Any, Callable, Optional
+
+from . import errors
 
 log = logging.getLogger(__name__)
+
+PROBE_INTERVAL = 0.1     # seconds between probes of Redis while a role pauses after an error
+
+
+def backoff_delay(failures: int, cap: float) -> float:
+    """The pause after ``failures`` failures in a row: 0.1 s, doubling, at most ``cap``."""
+    return min(0.1 * 2 ** (min(failures, 32) - 1), cap)
 
 
 class Role:
@@ -20,6 +31,8 @@ class Role:
     def __init__(self, stop_event: threading.Event) -> None:
         self.stop_event = stop_event
         self._thread: Optional[threading.Thread] = None
+        self.max_delay = 5.0     # cap of the pause after errors, in seconds
+        self.probe: Optional[Callable[[], Any]] = None   # raises while Redis is down
 
     def loop(self) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -34,11 +47,27 @@ class Role:
                 if self.stop_event.is_set():
                     break
                 failures += 1
-                delay = min(0.1 * 2 ** (failures - 1), 5.0)
-                log.warning("%s: %s (retrying in %.1fs)", self.name, exc, delay,
+                delay = backoff_delay(failures, self.max_delay)
+                log.warning("%s: %s (retrying within %.1fs)", self.name, exc, delay,
                             exc_info=failures == 1)
                 self.on_error(exc)
-                self.stop_event.wait(delay)
+                self._pause(delay, exc)
+
+    def _pause(self, delay: float, exc: BaseException) -> None:
+        """Wait ``delay`` seconds; after a connection error, probe Redis meanwhile and
+        end the pause as soon as it answers (work resumes at once after an outage)."""
+        if self.probe is None or not isinstance(exc, errors.ConnectionError):
+            self.stop_event.wait(delay)
+            return
+        deadline = time.monotonic() + delay
+        while not self.stop_event.wait(min(PROBE_INTERVAL, max(deadline - time.monotonic(), 0))):
+            if time.monotonic() >= deadline:
+                return
+            try:
+                self.probe()
+                return
+            except Exception:  # noqa: BLE001 - still down: keep waiting
+                continue
 
     def on_error(self, exc: BaseException) -> None:
         """Hook for owners that publish errors (e.g. a worker's ``error`` listeners)."""

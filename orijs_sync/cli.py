@@ -4,6 +4,7 @@
     orijs-sync job emails 42
     orijs-sync jobs emails --state failed --limit 20
     orijs-sync worker emails myapp.tasks:send_email --concurrency 16
+    orijs-sync worker emails myapp.tasks:send_email --connect-timeout 120   (waits for Redis)
 """
 from __future__ import annotations
 
@@ -63,7 +64,8 @@ def _worker(args: argparse.Namespace, queue: Queue) -> int:
     handler = load_callable(args.handler)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     Worker(queue.name, handler, connection=args.url, prefix=args.prefix,
-           concurrency=args.concurrency).run()
+           concurrency=args.concurrency,
+           max_reconnect_delay=args.max_reconnect_delay).run(connect_timeout=args.connect_timeout)
     return 0
 
 
@@ -90,6 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("queue")
     p.add_argument("handler", help="module:function taking a Job")
     p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--connect-timeout", type=float, default=None, metavar="SECONDS",
+                   help="give up if Redis does not answer within this time (default: wait "
+                        "until SIGINT/SIGTERM)")
+    p.add_argument("--max-reconnect-delay", type=float, default=5.0, metavar="SECONDS",
+                   help="longest pause between tries while Redis is down (default: 5)")
     p.set_defaults(run=_worker)
     return parser
 

@@ -95,6 +95,7 @@ class Job(JobActionsMixin, FlowJobMixin):
         self._worker: Any = None
         self._moved = False  # the handler moved the job itself (delayed, waiting-children)
         self._finishing = False  # its outcome is being written (its lock is going away)
+        self._lock_until = float("inf")  # time.monotonic() when its lock runs out, unrenewed
 
     # -- (de)serialization -------------------------------------------------
     @classmethod

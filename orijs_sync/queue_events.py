@@ -293,6 +293,7 @@ class QueueEvents:
             self._restart = False
             if self._tailer is None:
                 self._tailer = _Tailer(self)
+                self._tailer.probe = self.client.ping      # read again as soon as Redis is back
                 self._tailer.start(name)
         return self
 

@@ -36,7 +36,11 @@ class RedisServer:
     ``password`` is what the readiness check authenticates with."""
 
     def __init__(self, binary: Optional[str] = None, port: Optional[int] = None, *,
-                 args: Sequence[str] = (), password: Optional[str] = None) -> None:
+                 args: Sequence[str] = (), password: Optional[str] = None,
+                 appendonly: bool = False) -> None:
+        """``appendonly=True``: every write is fsynced to an AOF before Redis replies,
+        so :meth:`restart` (after :meth:`halt` or :meth:`kill`) brings every
+        acknowledged write back, as a production Redis with AOF would."""
         found = binary or shutil.which("redis-server")
         if not found:
             raise RuntimeError("redis-server is not on PATH (install Debian's redis-server "
@@ -45,6 +49,7 @@ class RedisServer:
         self.port = port or _free_port()
         self.args = list(args)
         self.password = password
+        self.appendonly = appendonly
         self._dir: Optional[tempfile.TemporaryDirectory] = None
         self._proc: Optional[subprocess.Popen] = None
 
@@ -64,9 +69,19 @@ class RedisServer:
 
     def _start_once(self, timeout: float) -> bool:
         self._dir = tempfile.TemporaryDirectory(prefix="orijs-redis-")
+        if self._launch(timeout):
+            return True
+        self.stop()
+        return False
+
+    def _launch(self, timeout: float) -> bool:
+        """Run the server on ``self.port`` with the current data dir; True once it is ours."""
+        assert self._dir is not None
+        persistence = ["--appendonly", "yes", "--appendfsync", "always"] if self.appendonly \
+            else ["--appendonly", "no"]
         self._proc = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", self._dir.name,
+             "--save", "", *persistence, "--dir", self._dir.name,
              "--daemonize", "no", "--loglevel", "warning", *self.args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
@@ -77,28 +92,45 @@ class RedisServer:
                     if int(client.info("server")["process_id"]) == self._proc.pid:
                         return True
                     break      # another process's server holds the port
-                except redis.exceptions.ConnectionError:
-                    time.sleep(0.05)
+                except redis.exceptions.ConnectionError:   # down, or still loading its AOF
+                    time.sleep(0.02)
         finally:
             client.close()
-        self.stop()
+        self.halt(kill=True)
         return False
 
     def kill(self) -> None:
-        """Kill -9 the server (fault tests)."""
-        if self._proc is not None:
+        """Kill -9 the server (fault tests); :meth:`restart` brings it back."""
+        self.halt(kill=True)
+
+    def halt(self, kill: bool = False) -> None:
+        """Stop the server process (SIGTERM, or SIGKILL with ``kill``) but keep its
+        port and data dir for :meth:`restart`: a Redis outage, for fault tests."""
+        if self._proc is None:
+            return
+        if kill:
+            self._proc.kill()
+        else:
+            self._proc.terminate()
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait(timeout=10)
+        self._proc = None
+
+    def restart(self, timeout: float = 10.0) -> "RedisServer":
+        """Start the server again on the same port with the same data dir (its AOF is
+        reloaded with ``appendonly=True``); a running server is halted first."""
+        if self._dir is None:
+            raise RuntimeError("restart() needs a server that was started")
+        self.halt()
+        if not self._launch(timeout):
+            raise RuntimeError(f"redis-server did not restart on port {self.port}")
+        return self
 
     def stop(self) -> None:
-        if self._proc is not None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(timeout=10)
-            self._proc = None
+        self.halt()
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None

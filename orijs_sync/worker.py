@@ -16,8 +16,9 @@ from . import _fork, errors
 from . import _validate as check
 from . import options as job_options
 from ._futures import wait_timeout
+from ._locks import LockRenewer, lock_retry_interval
 from ._processing import BackoffStrategy, JobRunner, Outcome
-from ._roles import Periodic, Role
+from ._roles import Periodic, Role, backoff_delay
 from ._util import Seconds, dumps, now_ms
 from .connection import ConnectionLike, as_connection
 from .job import Job
@@ -116,7 +117,7 @@ class _Finisher(Role):
         With ``keep_one``, the first next job is returned for the caller to run itself."""
         with self._cv:
             self._busy += 1
-        self.w._set_finishing(batch, True)   # their locks go now: not for the renewer
+        self.w._set_finishing(batch, True)   # the renewer keeps their locks while this retries
         try:
             fetch = len(batch) if self.w._fetch_next_allowed() else 0
             next_jobs = self.w._runner.finish(batch, fetch)
@@ -150,7 +151,7 @@ class Worker:
                  remove_on_complete: Any = None, remove_on_fail: Any = None,
                  backoff_strategies: Optional[Dict[str, BackoffStrategy]] = None,
                  worker_name: Optional[str] = None, autorun: bool = False,
-                 skip_stalled_check: bool = False) -> None:
+                 skip_stalled_check: bool = False, max_reconnect_delay: Seconds = 5.0) -> None:
         check.function(processor, "processor")
         self.keys = QueueKeys(prefix, name)
         self.name = name
@@ -161,6 +162,11 @@ class Worker:
         self.stalled_interval = self._positive_ms(stalled_interval, "stalled_interval") / 1000.0
         self.drain_delay = float(check.seconds(drain_delay, "drain_delay", allow_none=False,
                                                maximum=MAX_BLOCK))
+        self.max_reconnect_delay = float(check.seconds(max_reconnect_delay, "max_reconnect_delay",
+                                                       allow_none=False, maximum=MAX_BLOCK))
+        if self.max_reconnect_delay <= 0:
+            check.bad_value("max_reconnect_delay", max_reconnect_delay, "must be > 0 seconds")
+        self.lock_retry_interval = lock_retry_interval(self.lock_duration_ms / 1000.0)
         self.limiter = self._limiter(limiter)
         self.remove_on_complete = job_options.encode(
             {"remove_on_complete": remove_on_complete}).get("removeOnComplete")
@@ -249,46 +255,88 @@ class Worker:
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> "Worker":
-        """Start the background threads and return; jobs are processed until close()."""
-        with self._cv:
-            if self._state == "forked":
-                raise errors.InvalidStateError(
-                    f"worker {self.name!r} was started in process {self._forked_from}, which "
-                    f"forked this one; a child does not run its parent's worker: create a new "
-                    f"Worker here (after the fork)")
-            if self._state != "new":
-                raise errors.InvalidStateError(f"worker is {self._state}; a worker starts once")
-            self._state = "running"
+        """Start the background threads and return; jobs are processed until close().
+        Atomic: when Redis does not answer, ``errors.ConnectionError`` is raised and the
+        worker is left as it was, startable (``run()`` waits for Redis instead)."""
+        self._check_startable()
         self.connection.ping()
-        self._executor = ThreadPoolExecutor(self.concurrency,
-                                            thread_name_prefix=f"orijs-worker-{self.name}")
-        fetcher = _Fetcher(self)
-        self._finisher = _Finisher(self)
-        renewer = Periodic(self._stop, "lock-renewer", self.lock_duration_ms / 2000.0,
-                           self._renew_locks)
-        self._roles = [fetcher, self._finisher, renewer]
-        if not self.skip_stalled_check:
-            self._roles.append(Periodic(self._stop, "stalled-checker", self.stalled_interval,
-                                        self._check_stalled))
+        with self._cv:
+            self._check_startable()          # close() or another start() came meanwhile
+            self._executor = ThreadPoolExecutor(self.concurrency,
+                                                thread_name_prefix=f"orijs-worker-{self.name}")
+            self._roles = self._make_roles()
+            self._state = "running"
         for role in self._roles:
-            role.on_error = lambda exc: self._emit("error", exc)  # type: ignore[method-assign]
             role.start(f"orijs-{role.name}-{self.name}")
         return self
 
-    def run(self) -> None:
-        """Start and block until SIGINT/SIGTERM (or ``close()`` from another thread)."""
+    def _check_startable(self) -> None:
+        if self._state == "forked":
+            raise errors.InvalidStateError(
+                f"worker {self.name!r} was started in process {self._forked_from}, which "
+                f"forked this one; a child does not run its parent's worker: create a new "
+                f"Worker here (after the fork)")
+        if self._state != "new":
+            raise errors.InvalidStateError(f"worker is {self._state}; a worker starts once")
+
+    def _make_roles(self) -> List[Role]:
+        fetcher = _Fetcher(self)
+        self._finisher = _Finisher(self)
+        roles: List[Role] = [fetcher, self._finisher, LockRenewer(self)]
+        if not self.skip_stalled_check:
+            roles.append(Periodic(self._stop, "stalled-checker", self.stalled_interval,
+                                  self._check_stalled))
+        for role in roles:
+            role.on_error = lambda exc: self._emit("error", exc)  # type: ignore[method-assign]
+            role.max_delay = self.max_reconnect_delay
+            role.probe = self.connection.ping
+        return roles
+
+    def run(self, connect_timeout: Optional[Seconds] = None) -> None:
+        """Start and block until SIGINT/SIGTERM (or ``close()`` from another thread).
+        Until Redis answers, start is retried: at once, then after a logged pause that
+        grows to ``max_reconnect_delay``; after ``connect_timeout`` seconds (default:
+        never) ``errors.TimeoutError`` is raised."""
+        timeout = check.seconds(connect_timeout, "connect_timeout")
         previous = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 previous[sig] = signal.signal(sig, lambda *_: self._shutdown_requested.set())
         try:
-            self.start()
-            while not self._shutdown_requested.wait(1.0):
-                pass
+            if self._start_when_redis_answers(timeout):
+                while not self._shutdown_requested.wait(1.0):
+                    pass
         finally:
             self.close()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+    def _start_when_redis_answers(self, timeout: Optional[float]) -> bool:
+        """``start()`` until it succeeds (True) or a shutdown is requested (False)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        failures = 0
+        while not self._shutdown_requested.is_set():
+            try:
+                self.start()
+                return True
+            except errors.InvalidStateError:
+                if self._shutdown_requested.is_set():      # closed while starting
+                    return False
+                raise
+            except errors.ConnectionError as exc:
+                failures += 1
+                delay = backoff_delay(failures, self.max_reconnect_delay)
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise errors.TimeoutError(
+                            f"worker {self.name}: Redis at {self.connection.address} did not "
+                            f"answer within {timeout:g}s ({exc})") from exc
+                    delay = min(delay, left)
+                log.warning("worker %s: waiting for Redis at %s (%s); next try in %.1fs",
+                            self.name, self.connection.address, exc, delay)
+                self._shutdown_requested.wait(delay)
+        return False
 
     def close(self, timeout: Optional[float] = None) -> bool:
         """Stop fetching, let active jobs finish (up to ``timeout`` seconds), join every
@@ -418,6 +466,7 @@ class Worker:
             job = Job(self.queue, str(job_id), str(raw.get("name", "")), None)
             job.problem = f"the job hash cannot be read: {exc}"
         job.token = token
+        job._lock_until = time.monotonic() + self.lock_duration_ms / 1000.0
         job._worker = self
         return job
 
@@ -488,26 +537,7 @@ class Worker:
     def _fetch_next_allowed(self) -> bool:
         return self._state == "running" and not self._paused
 
-    # -- lock renewal and stalled checks -----------------------------------
-    def _renew_locks(self) -> None:
-        with self._cv:
-            snapshot = [(job_id, job.token) for job_id, job in self._active.items()
-                        if not job._finishing]
-        if not snapshot:
-            return
-        k = self.keys
-        lost = self.scripts.run("extendLocks", [k.stalled],
-                                [k.base, dumps([s[0] for s in snapshot]),
-                                 dumps([s[1] for s in snapshot]), self.lock_duration_ms])
-        with self._cv:   # a job that finished meanwhile is not lost
-            tokens = dict(snapshot)
-            lost = [i for i in lost if i in self._active and not self._active[i]._finishing
-                    and self._active[i].token == tokens[i]]
-        for job_id in lost:
-            log.warning("worker %s lost the lock of job %s; its result will not be written",
-                        self.name, job_id)
-            self._emit("error", errors.LockLost(f"lock of job {job_id} lost"))
-
+    # -- stalled checks (lock renewal: _locks.LockRenewer) ------------------
     def _check_stalled(self) -> None:
         k = self.keys
         moved = self.scripts.run(

@@ -1,0 +1,113 @@
+"""A worker's lock renewer, paced by the lock rather than by a generic back-off.
+
+Healthy, it renews the locks of every active job (finishing ones included: their
+outcome may still be retrying through an outage) four times per lock duration.
+After a failed renewal it retries every ``Worker.lock_retry_interval`` (a small
+fraction of the lock), so the first renewal after Redis comes back lands at once.
+A job whose lock is gone (another worker may own the job now) or could not be
+renewed before it expired is reported once, as a ``LockLost`` ``error`` event;
+its outcome is then refused by the finishing script, never written over the claim
+of another worker.
+
+The numbers: with renewals every L/4 and retries every r, an outage of D seconds
+costs the lock at most L/4 + D + r, under L for any outage shorter than L/2.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, List, Optional, Set, Tuple
+
+from . import errors
+from ._roles import Role
+from ._util import dumps
+from .job import Job
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .worker import Worker
+
+log = logging.getLogger(__name__)
+
+RENEWALS_PER_LOCK = 4
+
+
+def lock_retry_interval(lock_seconds: float) -> float:
+    """How often a failed lock renewal (or finishing write) is retried: a fiftieth of
+    the lock, between 0.05 and 0.5 seconds."""
+    return min(max(lock_seconds / 50.0, 0.05), 0.5)
+
+
+class LockRenewer(Role):
+    """Keeps the locks of one worker's active jobs; see the module docstring."""
+
+    name = "lock-renewer"
+
+    def __init__(self, worker: "Worker") -> None:
+        super().__init__(worker._stop)
+        self.w = worker
+        self.lock_seconds = worker.lock_duration_ms / 1000.0
+        self.interval = self.lock_seconds / RENEWALS_PER_LOCK
+        self._failing_since: Optional[float] = None
+        self._reported: Set[Tuple[str, Optional[str]]] = set()   # (job id, token) told lost
+
+    def loop(self) -> None:
+        started = time.monotonic()
+        try:
+            self.renew()
+        except Exception as exc:  # noqa: BLE001 - retried soon, well before the locks lapse
+            self._failed(exc)
+            self._report(self._expired())
+            self.stop_event.wait(self.w.lock_retry_interval)
+            return
+        if self._failing_since is not None:
+            log.info("worker %s: locks renewed again after %.1fs of failures", self.w.name,
+                     time.monotonic() - self._failing_since)
+            self._failing_since = None
+        self.stop_event.wait(max(self.interval - (time.monotonic() - started), 0.0))
+
+    def renew(self) -> None:
+        w = self.w
+        with w._cv:
+            jobs = list(w._active.values())
+        self._reported &= {(job.id, job.token) for job in jobs}
+        if not jobs:
+            return
+        k = w.keys
+        sent = time.monotonic()
+        lost = set(w.scripts.run("extendLocks", [k.stalled],
+                                 [k.base, dumps([j.id for j in jobs]),
+                                  dumps([j.token for j in jobs]), w.lock_duration_ms]))
+        for job in jobs:
+            if job.id not in lost:
+                job._lock_until = sent + self.lock_seconds
+        self._report([job for job in jobs if job.id in lost])
+
+    def _failed(self, exc: BaseException) -> None:
+        """Log and publish the first failure of a run of them; the rest go to debug."""
+        if self._failing_since is None:
+            self._failing_since = time.monotonic()
+            log.warning("worker %s: lock renewal failed (%s); retrying every %.2fs",
+                        self.w.name, exc, self.w.lock_retry_interval, exc_info=True)
+            self.w._emit("error", exc)
+        else:
+            log.debug("worker %s: lock renewal failed again: %s", self.w.name, exc)
+
+    def _expired(self) -> List[Job]:
+        """Jobs whose lock has run out while it could not be renewed."""
+        now = time.monotonic()
+        with self.w._cv:
+            return [job for job in self.w._active.values() if job._lock_until <= now]
+
+    def _report(self, jobs: List[Job]) -> None:
+        """``LockLost`` once per job still ours to run (a job being finished is reported
+        by the finishing write itself, if its lock is gone by then)."""
+        w = self.w
+        with w._cv:
+            lost = [job for job in jobs if w._active.get(job.id) is job and not job._finishing
+                    and (job.id, job.token) not in self._reported]
+        for job in lost:
+            self._reported.add((job.id, job.token))
+            log.warning("worker %s lost the lock of job %s; its result will not be written",
+                        w.name, job.id)
+            w._emit("error", errors.LockLost(f"lock of job {job.id} lost; another worker "
+                                             "may run it, its result will not be written"))
