@@ -169,10 +169,10 @@ def test_run_gives_up_after_its_connect_timeout_and_on_close():
     with pytest.raises(errors.TimeoutError, match="did not answer within 0.5s"):
         worker.run(connect_timeout=0.5)
     assert not worker.is_running
-    with pytest.raises(ValueError):
+    with pytest.raises(errors.ValidationError, match="connect_timeout"):
         worker.run(connect_timeout=-1)
     for bad in (0, -1, "5"):
-        with pytest.raises(ValueError):
+        with pytest.raises(errors.ValidationError, match="max_reconnect_delay"):
             Worker("never", lambda job: None, connection=server.url, max_reconnect_delay=bad)
     closing = Worker("never", lambda job: None, connection=server.url)
     thread = threading.Thread(target=closing.run, name="test-worker-run")

@@ -2,6 +2,7 @@
 fresh venv, add and process a job from there."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -11,7 +12,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(cmd, **kw):
-    return subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300, **kw)
+    # The installed wheel, not a checkout on PYTHONPATH, is what the venv must import.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300,
+                          env=env, **kw)
 
 
 def test_wheel_ships_lua_and_processes_a_job(tmp_path, redis_url, namespace):
