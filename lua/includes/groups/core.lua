@@ -1,0 +1,129 @@
+--[[
+  Shared helpers of the group queue scripts (GroupMQ 1.1's Redis layout).
+
+  ns is "groupmq:{namespace}". Keys used, all under ns:
+    job:{id} (hash)  g:{gid} (zset of waiting ids by score)  g:{gid}:active (list:
+    the one job of the group being processed)  ready (zset of groups by head score)
+    groups (set)  processing (zset id -> deadline)  processing:{id} (hash groupId,
+    deadlineAt, token)  delayed (zset id -> run at)  completed / failed (zsets)
+    unique:{id}  seq:{day}  stage (zset id -> release at)  stage:timer
+  A job's hash has status waiting | delayed | staged | processing | completed | failed.
+]]
+
+-- The reply for one reserved job: id, groupId, data, attempts, maxAttempts, seq,
+-- timestamp, orderMs, score, deadline (the order GroupMQ returns them in).
+local function gmJobReply(ns, jobId, deadline)
+  local f = rcall("HMGET", ns .. ":job:" .. jobId, "id", "groupId", "data", "attempts",
+                  "maxAttempts", "seq", "timestamp", "orderMs", "score")
+  for i = 1, 9 do
+    if not f[i] then f[i] = "" end
+  end
+  f[10] = tostring(deadline)
+  return f
+end
+
+-- Make jobId the group's active job: active list, processing set and hash, status.
+local function gmActivate(ns, gid, jobId, now, vt, token)
+  local deadline = now + vt
+  rcall("LPUSH", ns .. ":g:" .. gid .. ":active", jobId)
+  rcall("HSET", ns .. ":job:" .. jobId, "status", "processing")
+  rcall("HSET", ns .. ":processing:" .. jobId, "groupId", gid,
+        "deadlineAt", tostring(deadline), "token", token)
+  rcall("ZADD", ns .. ":processing", deadline, jobId)
+  return gmJobReply(ns, jobId, deadline)
+end
+
+-- Drop a group that holds no waiting job (GroupMQ's empty-group cleanup).
+local function gmDropIfEmpty(ns, gid)
+  local gZ = ns .. ":g:" .. gid
+  if rcall("ZCARD", gZ) > 0 then return false end
+  rcall("DEL", gZ)
+  rcall("ZREM", ns .. ":ready", gid)
+  if rcall("LLEN", gZ .. ":active") == 0 then
+    rcall("SREM", ns .. ":groups", gid)
+  end
+  return true
+end
+
+-- Put the group in ready at its head's score when its head can run now
+-- (not delayed); else take it out (promotion or completion puts it back).
+local function gmReadyHead(ns, gid)
+  if gmDropIfEmpty(ns, gid) then return end
+  local head = rcall("ZRANGE", ns .. ":g:" .. gid, 0, 0, "WITHSCORES")
+  if rcall("HGET", ns .. ":job:" .. head[1], "status") == "delayed" then
+    rcall("ZREM", ns .. ":ready", gid)
+  else
+    rcall("ZADD", ns .. ":ready", head[2], gid)
+  end
+end
+
+-- Take the head job of a free group. Returns the job's reply, or nil when the
+-- group is busy, empty or its head is delayed (the group then leaves ready:
+-- whatever frees, fills or promotes it puts it back).
+local function gmTakeHead(ns, gid, now, vt, token)
+  local gZ = ns .. ":g:" .. gid
+  if rcall("LLEN", gZ .. ":active") > 0 then
+    rcall("ZREM", ns .. ":ready", gid)
+    return nil
+  end
+  while true do
+    local head = rcall("ZRANGE", gZ, 0, 0)
+    if #head == 0 then
+      gmDropIfEmpty(ns, gid)
+      return nil
+    end
+    local jobKey = ns .. ":job:" .. head[1]
+    local status = rcall("HGET", jobKey, "status")
+    if status == "delayed" then
+      rcall("ZREM", ns .. ":ready", gid)
+      return nil
+    end
+    rcall("ZREM", gZ, head[1])
+    if status then
+      rcall("ZREM", ns .. ":ready", gid)
+      return gmActivate(ns, gid, head[1], now, vt, token)
+    end
+    -- a dangling id whose hash is gone: drop it and look at the next one
+  end
+end
+
+-- The job is ours to finish: still processing, in the processing set, active in
+-- its group, and reserved with our token (a late finish after a stall recovery
+-- handed it to another worker is refused). Releases it from all three.
+local function gmRelease(ns, jobId, gid, token)
+  local jobKey = ns .. ":job:" .. jobId
+  local procKey = ns .. ":processing:" .. jobId
+  if rcall("HGET", jobKey, "status") ~= "processing"
+     or not rcall("ZSCORE", ns .. ":processing", jobId)
+     or rcall("HGET", procKey, "token") ~= token then
+    return false
+  end
+  rcall("DEL", procKey)
+  rcall("ZREM", ns .. ":processing", jobId)
+  rcall("LREM", ns .. ":g:" .. gid .. ":active", 1, jobId)
+  return true
+end
+
+-- Keep at most `keep` ids in a retention zset, deleting the oldest jobs.
+local function gmTrim(ns, setKey, keep)
+  local extra = rcall("ZCARD", setKey) - keep
+  if extra <= 0 then return end
+  local old = rcall("ZRANGE", setKey, 0, extra - 1)
+  rcall("ZREMRANGEBYRANK", setKey, 0, extra - 1)
+  for _, id in ipairs(old) do
+    rcall("DEL", ns .. ":job:" .. id, ns .. ":unique:" .. id)
+  end
+end
+
+-- Record a finished job as GroupMQ's workers do: kept in completed/failed with
+-- its metadata when retention asks for it, else deleted with its unique key.
+local function gmRecordFinished(ns, jobId, status, finishedOn, keep, fields)
+  local jobKey = ns .. ":job:" .. jobId
+  if keep > 0 then
+    rcall("HSET", jobKey, "status", status, unpack(fields))
+    rcall("ZADD", ns .. ":" .. status, finishedOn, jobId)
+    if status == "completed" then gmTrim(ns, ns .. ":completed", keep) end
+  else
+    rcall("DEL", jobKey, ns .. ":unique:" .. jobId)
+  end
+end

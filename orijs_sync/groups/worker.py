@@ -1,0 +1,309 @@
+"""GroupWorker: runs a GroupQueue's jobs, never two of one group at once.
+
+Threads (each owned and joined by ``close()``): a fetcher reserving jobs for free
+slots (a batch of one job per free group; ``BZPOPMIN`` on the ready set when
+nothing can be taken, so an idle worker never polls), ``concurrency`` handler
+threads (each finishing its job and taking the group's next job in the same
+script call), a heartbeat extending the deadlines of held jobs, a stalled
+checker recovering jobs whose worker died, and a scheduler promoting delayed
+and staged jobs and adding repeating jobs' runs.
+"""
+from __future__ import annotations
+
+import logging
+import queue as queue_module
+import signal
+import threading
+import traceback
+import uuid
+from typing import Any, Callable, Dict, List, Optional
+
+from .._roles import Periodic, Role
+from .._util import Seconds, dumps, now_ms, to_seconds
+from . import _options as opt
+from ._fetch import Fetcher, Slots
+from .job import GroupJob
+from .queue import GroupQueue
+
+log = logging.getLogger(__name__)
+
+EVENTS = ("completed", "failed", "error", "closed", "stalled")
+Handler = Callable[[GroupJob], Any]
+
+
+class GroupWorker:
+    """Processes ``queue``'s jobs with ``handler(job)``; its return value (JSON) is the
+    job's ``returnvalue``, an exception a failed attempt (retried after ``backoff``
+    while attempts remain, keeping the job's place in its group).
+
+    ``backoff``: ``None`` (GroupMQ's default, 0.5 s doubling up to 30 s), seconds, or
+    a function of the attempt number returning seconds. ``stalled_interval`` is how
+    often (seconds) jobs whose deadline passed are recovered; a job found stalled more
+    than ``max_stalled_count`` times fails."""
+
+    def __init__(self, queue: GroupQueue, handler: Handler, *, concurrency: int = 8,
+                 backoff: Any = None, stalled_interval: Seconds = 30,
+                 max_stalled_count: int = 1, block_timeout: Seconds = 5,
+                 scheduler_interval: Optional[Seconds] = None) -> None:
+        if not isinstance(queue, GroupQueue):
+            raise opt.GroupOptionError(f"queue must be a GroupQueue, not {type(queue).__name__}")
+        if not callable(handler):
+            raise opt.GroupOptionError("handler must be callable")
+        self.queue = queue
+        self.handler = handler
+        self.concurrency = opt.positive_int(concurrency, "concurrency")
+        self._backoff = opt.backoff(backoff)
+        self.stalled_interval = self._seconds(stalled_interval, "stalled_interval")
+        self.max_stalled_count = opt.count(max_stalled_count, "max_stalled_count")
+        self.block_timeout = self._seconds(block_timeout, "block_timeout")
+        window = queue.ordering_window_ms / 1000.0
+        default_tick = min(1.0, window / 4) if queue.ordering == "scheduler" else 1.0
+        self.scheduler_interval = self._seconds(scheduler_interval or default_tick,
+                                                "scheduler_interval")
+        self.heartbeat_interval = min(queue.job_timeout_ms / 3000.0, 10.0)
+        self.token = uuid.uuid4().hex
+        self._listeners: Dict[str, List[Callable[..., None]]] = {name: [] for name in EVENTS}
+        self._lock = threading.Lock()            # guards _held, _current, _state
+        self._held: Dict[str, GroupJob] = {}     # reserved by this worker, not finished
+        self._current: Dict[str, "tuple[GroupJob, int]"] = {}   # running: (job, started ms)
+        self._state = "new"
+        self._slots = Slots(self.concurrency)
+        self._jobs: "queue_module.Queue[Optional[GroupJob]]" = queue_module.Queue()
+        self._fetch_stop = threading.Event()
+        self._roles_stop = threading.Event()
+        self._shutdown_requested = threading.Event()
+        self._handlers: List[threading.Thread] = []
+        self._fetcher: Optional[Fetcher] = None
+        self._roles: List[Role] = []
+
+    @staticmethod
+    def _seconds(value: Seconds, name: str) -> float:
+        seconds = to_seconds(value, name, allow_none=False) or 0.0
+        if seconds <= 0:
+            raise opt.GroupOptionError(f"{name} must be > 0 seconds")
+        return seconds
+
+    # -- events ------------------------------------------------------------------------
+
+    def on(self, event: str, fn: Callable[..., None]) -> "GroupWorker":
+        """``completed(job, result)``, ``failed(job, exc)``, ``error(exc)``,
+        ``stalled(job_id, group_id)``, ``closed()``; called on the worker's threads."""
+        if event not in self._listeners:
+            raise opt.GroupOptionError(f"unknown event {event!r}; one of {EVENTS}")
+        self._listeners[event].append(fn)
+        return self
+
+    def _emit(self, event: str, *args: Any) -> None:
+        for fn in list(self._listeners[event]):
+            try:
+                fn(*args)
+            except Exception:  # noqa: BLE001 - a listener must not break the worker
+                log.exception("group worker %s listener failed", event)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> "GroupWorker":
+        with self._lock:
+            if self._state != "new":
+                return self
+            self._state = "running"
+        name = self.queue.name
+        for i in range(self.concurrency):
+            thread = threading.Thread(target=self._handler_loop, daemon=True,
+                                      name=f"orijs-group-handler-{name}-{i}")
+            thread.start()
+            self._handlers.append(thread)
+        self._fetcher = Fetcher(self._fetch_stop, self.queue, self.token, self._slots,
+                                self._dispatch, self.block_timeout)
+        self._roles = [
+            Periodic(self._roles_stop, "group-heartbeat", self.heartbeat_interval,
+                     self._heartbeat),
+            Periodic(self._roles_stop, "group-stalled", self.stalled_interval,
+                     self._check_stalled),
+            Periodic(self._roles_stop, "group-scheduler", self.scheduler_interval,
+                     self.queue.run_scheduler_once),
+        ]
+        for role in [self._fetcher] + self._roles:
+            role.on_error = lambda exc: self._emit("error", exc)  # type: ignore[method-assign]
+            role.start(f"orijs-{role.name}-{name}")
+        return self
+
+    def run(self) -> None:
+        """Start and block until SIGINT/SIGTERM (or ``close()`` from another thread)."""
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, lambda *_: self._shutdown_requested.set())
+        try:
+            self.start()
+            while not self._shutdown_requested.wait(1.0):
+                pass
+        finally:
+            self.close()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def close(self, timeout: Optional[Seconds] = None) -> bool:
+        """Stop taking jobs, let the jobs this worker holds finish (up to ``timeout``
+        seconds), join every thread. Idempotent. ``False`` when jobs were still running
+        at the timeout (no longer heartbeated: the stalled check recovers them)."""
+        limit = to_seconds(timeout, "timeout")
+        with self._lock:
+            if self._state == "closed":
+                return True
+            started, self._state = self._state != "new", "closed"
+        self._shutdown_requested.set()
+        self._fetch_stop.set()
+        finished = True
+        if started:
+            finished = self._stop_threads(limit)
+        self._emit("closed")
+        return finished
+
+    def _stop_threads(self, limit: Optional[float]) -> bool:
+        assert self._fetcher is not None
+        self._slots.wake()
+        self._fetcher.interrupt()
+        self._fetcher.join(limit)
+        for _ in self._handlers:
+            self._jobs.put(None)
+        finished = all(self._join(thread, limit) for thread in self._handlers)
+        self._roles_stop.set()
+        for role in self._roles:
+            role.join(limit)
+        self._fetcher.close()
+        return finished
+
+    @staticmethod
+    def _join(thread: threading.Thread, limit: Optional[float]) -> bool:
+        thread.join(limit)
+        return not thread.is_alive()
+
+    def __enter__(self) -> "GroupWorker":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def get_current_jobs(self) -> List[Dict[str, Any]]:
+        """The jobs running now: ``{"job": GroupJob, "processing_time": seconds}``."""
+        now = now_ms()
+        with self._lock:
+            return [{"job": job, "processing_time": (now - started) / 1000.0}
+                    for job, started in self._current.values()]
+
+    # -- jobs --------------------------------------------------------------------------
+
+    def _dispatch(self, jobs: List[GroupJob]) -> None:
+        with self._lock:
+            for job in jobs:
+                self._held[job.id] = job
+        for job in jobs:
+            self._jobs.put(job)
+
+    def _handler_loop(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            while job is not None:
+                job = self._process(job)
+            self._slots.release()
+
+    def _process(self, job: GroupJob) -> Optional[GroupJob]:
+        """Run one job; returns the group's next job when finishing it took that too."""
+        if self.queue.ordering == "in-memory":
+            job = self._hold_for_order(job)
+        started = now_ms()
+        with self._lock:
+            self._current[job.id] = (job, started)
+        try:
+            try:
+                result = self.handler(job)
+                text = dumps(result, f"return value of group job {job.id}")
+            except Exception as exc:  # noqa: BLE001 - the handler's failure is the job's
+                self._fail(job, exc, started)
+                return None
+            return self._complete(job, result, text, started)
+        finally:
+            with self._lock:
+                self._current.pop(job.id, None)
+                self._held.pop(job.id, None)
+
+    def _complete(self, job: GroupJob, result: Any, text: str, started: int) -> Optional[GroupJob]:
+        q = self.queue
+        now = now_ms()
+        fields = ["processedOn", str(started), "finishedOn", str(now), "attempts",
+                  str(job.attempts_made), "maxAttempts", str(job.max_attempts),
+                  "returnvalue", text]
+        chain = not self._fetch_stop.is_set()
+        reply = q.run_script("complete", job.id, job.group_id, self.token, "completed", now,
+                             q.keep_completed, dumps(fields), now, q.job_timeout_ms,
+                             "1" if chain else "0")
+        if not reply[0]:
+            log.warning("group job %s finished after it stopped being ours (stalled and "
+                        "recovered, or removed); its result is dropped", job.id)
+            return None
+        job.status, job.returnvalue, job.finished_on = "completed", result, now
+        self._emit("completed", job, result)
+        if len(reply) < 2:
+            return None
+        nxt = GroupJob.from_reply(reply[1])
+        with self._lock:
+            self._held[nxt.id] = nxt
+        return nxt
+
+    def _fail(self, job: GroupJob, exc: BaseException, started: int) -> None:
+        q = self.queue
+        now = now_ms()
+        backoff_ms = int(max(0.0, float(self._backoff(job.attempts_made + 1))) * 1000)
+        stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        reply = q.run_script("fail", job.id, job.group_id, self.token, now, backoff_ms,
+                             q.keep_failed, str(exc), type(exc).__name__, stack, started)
+        if not reply[0]:
+            log.warning("group job %s failed after it stopped being ours", job.id)
+            return
+        job.status = "failed" if reply[0] == "failed" else "delayed" if backoff_ms else "waiting"
+        job.attempts_made, job.failed_reason, job.stacktrace = int(reply[1]), str(exc), stack
+        self._emit("failed", job, exc)
+
+    def _hold_for_order(self, job: GroupJob) -> GroupJob:
+        """Ordering "in-memory": hold a fresh job until its ordering window closed, then
+        run instead any earlier job of its group that arrived meanwhile."""
+        q = self.queue
+        while True:
+            wait_ms = job.order_ms + q.ordering_window_ms - now_ms()
+            if wait_ms > 0:
+                self._roles_stop.wait(min(wait_ms, q.ordering_window_ms) / 1000.0)
+            reply = q.run_script("reorder", job.id, job.group_id, self.token, now_ms(),
+                                 q.job_timeout_ms)
+            if not reply:
+                return job
+            earlier = GroupJob.from_reply(reply)
+            with self._lock:
+                self._held.pop(job.id, None)
+                self._held[earlier.id] = earlier
+            job = earlier
+
+    # -- background roles --------------------------------------------------------------
+
+    def _heartbeat(self) -> None:
+        with self._lock:
+            ids = list(self._held)
+        if not ids:
+            return
+        lost = self.queue.run_script("heartbeat", now_ms(), self.queue.job_timeout_ms,
+                                     self.token, *ids)
+        for job_id in lost:
+            with self._lock:
+                still_held = job_id in self._held
+            if still_held:
+                log.warning("group job %s is no longer this worker's (stalled, recovered "
+                            "or removed)", job_id)
+
+    def _check_stalled(self) -> None:
+        reply = self.queue.run_script("stalled", now_ms(), 0, self.max_stalled_count, 100)
+        for i in range(0, len(reply), 3):
+            job_id, group_id, action = reply[i:i + 3]
+            log.warning("group job %s of group %s stalled: %s", job_id, group_id, action)
+            self._emit("stalled", job_id, group_id)
