@@ -149,3 +149,17 @@ def test_scheduler_runs_a_repeat_once_per_period(gq, r, redis_url, gname):
     finally:
         for q in others:
             q.close()
+
+
+def test_two_schedulers_reading_the_same_due_repeat_add_one_run(gq, r):
+    gq.add(group_id="rep", data={"t": 1}, repeat={"every": 0.05})
+    time.sleep(0.1)
+    (repeat_key,) = r.zrange(f"{gq.ns}:repeat:schedule", 0, -1)
+    text = r.get(f"{gq.ns}:repeat:{repeat_key}")
+    now = int(time.time() * 1000)
+
+    def run(job_id: str) -> int:       # what each scheduler sends after reading `text`
+        return gq.run_script("repeat_run", repeat_key, text, text.replace("false", "false "),
+                             now + 50, now, job_id, 0, "rep", '{"t":1}', 3, now)
+    assert [run("first"), run("second")] == [1, 0]
+    assert r.zrange(f"{gq.ns}:g:rep", 0, -1) == ["first"]

@@ -239,3 +239,17 @@ def test_idle_worker_blocks_instead_of_polling(gq, r):
         assert after - before <= 1
         gq.add(group_id="g", data={"n": 0})
         assert gq.wait_for_empty(10)
+
+
+def test_group_in_ready_while_active_is_not_taken_twice(gq):
+    """GroupMQ's own reserve leaves a group in ready while its head job runs; a
+    Python reserve must still never take a second job of that group."""
+    gq.add(group_id="g", data={"n": 0})
+    gq.add(group_id="g", data={"n": 1})
+    now = int(time.time() * 1000)
+    first = gq.run_script("reserve", now, 10_000, 4, "", "tok-a", 100)
+    assert len(first) == 1
+    gq.client.zadd(gq.key("ready"), {"g": 1})          # as Node GroupMQ's reserve does
+    assert gq.run_script("reserve", now, 10_000, 4, "", "tok-b", 100) == []
+    assert gq.run_script("reserve", now, 10_000, 4, "g", "tok-b", 100) == []
+    assert gq.client.zscore(gq.key("ready"), "g") is None   # no spinning on it
