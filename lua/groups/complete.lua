@@ -1,26 +1,37 @@
 --[[
-  Finish an active job (completed, or failed for good) and, in the same call,
+  Finish many active jobs of one worker (completed) in one call and, for each,
   reserve the next job of its group for the same worker (GroupMQ's
-  complete-and-reserve-next), so no other worker slips in between.
+  complete-and-reserve-next), so no other worker slips in between and the
+  worker's slot goes straight to the group's next job.
 
   KEYS[1] ns
-  ARGV[1] job id  ARGV[2] group id  ARGV[3] token  ARGV[4] "completed" | "failed"
-  ARGV[5] finishedOn (ms)  ARGV[6] keep (keepCompleted or keepFailed)
-  ARGV[7] JSON list of hash fields to record (field, value, ...)
-  ARGV[8] now (ms)  ARGV[9] visibility timeout (ms)  ARGV[10] take the next job (1/0)
-  Returns {0} when the job was no longer ours (stalled and recovered, removed),
-  {1} when finished, {1, next job reply} when the next job was reserved too.
+  ARGV[1] token  ARGV[2] now (ms, the finish time)  ARGV[3] visibility timeout (ms)
+  ARGV[4] keepCompleted  ARGV[5] take the next jobs (1/0)
+  ARGV[6..] per job, three values: job id, group id, JSON list of hash fields to
+            record (field, value, ...)
+  Returns one entry per job: 0 when it was no longer ours (stalled and recovered,
+  removed), 1 when finished, or the reply of its group's next job, now reserved.
 ]]
 local rcall = redis.call
 --- @include "groups/core"
 
-local ns, jobId, gid, token = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
-if not gmRelease(ns, jobId, gid, token) then return {0} end
-gmRecordFinished(ns, jobId, ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]),
-                 cjson.decode(ARGV[7]))
-if ARGV[10] == "1" and rcall("EXISTS", ns .. ":paused") == 0 then
-  local nextJob = gmTakeHead(ns, gid, tonumber(ARGV[8]), tonumber(ARGV[9]), token)
-  if nextJob then return {1, nextJob} end
+local ns, token = KEYS[1], ARGV[1]
+local now, vt, keep = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local chain = ARGV[5] == "1" and rcall("EXISTS", ns .. ":paused") == 0
+local out = {}
+for i = 6, #ARGV, 3 do
+  local jobId, gid = ARGV[i], ARGV[i + 1]
+  local result = 0
+  if gmRelease(ns, jobId, gid, token) then
+    result = 1
+    gmRecordFinished(ns, jobId, "completed", now, keep, cjson.decode(ARGV[i + 2]))
+    local nextJob = chain and gmTakeHead(ns, gid, now, vt, token)
+    if nextJob then
+      result = nextJob
+    else
+      gmReadyHead(ns, gid)
+    end
+  end
+  out[#out + 1] = result
 end
-gmReadyHead(ns, gid)
-return {1}
+return out

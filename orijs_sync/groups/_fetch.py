@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Callable, List
+from typing import TYPE_CHECKING, Callable, List, Optional
 
 from .. import errors
 from .._roles import Role
@@ -41,6 +41,11 @@ class Slots:
         with self.cv:
             self.free += 1
             self.cv.notify_all()
+
+    def wait_all_free(self, size: int, timeout: Optional[float]) -> bool:
+        """Wait until every slot is free again (the worker's jobs all finished)."""
+        with self.cv:
+            return self.cv.wait_for(lambda: self.free >= size, timeout)
 
     def wake(self) -> None:
         with self.cv:

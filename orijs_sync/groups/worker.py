@@ -3,8 +3,8 @@
 Threads (each owned and joined by ``close()``): a fetcher reserving jobs for free
 slots (a batch of one job per free group; ``BZPOPMIN`` on the ready set when
 nothing can be taken, so an idle worker never polls), ``concurrency`` handler
-threads (each finishing its job and taking the group's next job in the same
-script call), a heartbeat extending the deadlines of held jobs, a stalled
+threads, a finisher writing many completions per script call, each taking its
+group's next job for the same slot in that call, a heartbeat extending the deadlines of held jobs, a stalled
 checker recovering jobs whose worker died, and a scheduler promoting delayed
 and staged jobs and adding repeating jobs' runs.
 """
@@ -22,6 +22,7 @@ from .._roles import Periodic, Role
 from .._util import Seconds, dumps, now_ms, to_seconds
 from . import _options as opt
 from ._fetch import Fetcher, Slots
+from ._finish import Finisher
 from .job import GroupJob
 from .queue import GroupQueue
 
@@ -74,6 +75,9 @@ class GroupWorker:
         self._shutdown_requested = threading.Event()
         self._handlers: List[threading.Thread] = []
         self._fetcher: Optional[Fetcher] = None
+        self._finisher = Finisher(queue, self.token, lambda: not self._fetch_stop.is_set(),
+                                  self._chained, self._completed, self._slots.release,
+                                  lambda exc: self._emit("error", exc))
         self._roles: List[Role] = []
 
     @staticmethod
@@ -108,6 +112,7 @@ class GroupWorker:
                 return self
             self._state = "running"
         name = self.queue.name
+        self._finisher.start()
         for i in range(self.concurrency):
             thread = threading.Thread(target=self._handler_loop, daemon=True,
                                       name=f"orijs-group-handler-{name}-{i}")
@@ -161,13 +166,17 @@ class GroupWorker:
         return finished
 
     def _stop_threads(self, limit: Optional[float]) -> bool:
+        """Fetcher first; then the held jobs finish (no more chaining), then the handler
+        threads and the finisher end, then the roles (heartbeats ran until now)."""
         assert self._fetcher is not None
         self._slots.wake()
         self._fetcher.interrupt()
         self._fetcher.join(limit)
+        finished = self._slots.wait_all_free(self.concurrency, limit)
         for _ in self._handlers:
             self._jobs.put(None)
-        finished = all(self._join(thread, limit) for thread in self._handlers)
+        finished = all([self._join(thread, limit) for thread in self._handlers]) and finished
+        finished = self._finisher.stop(limit) and finished
         self._roles_stop.set()
         for role in self._roles:
             role.join(limit)
@@ -206,52 +215,50 @@ class GroupWorker:
             job = self._jobs.get()
             if job is None:
                 return
-            while job is not None:
-                job = self._process(job)
-            self._slots.release()
+            try:
+                handed_over = self._process(job)
+            except Exception as exc:  # noqa: BLE001 - Redis failed; the thread must live on
+                log.warning("group job %s: %s (the stalled check recovers it)", job.id, exc)
+                self._forget(job.id)
+                self._emit("error", exc)
+                handed_over = False
+            if not handed_over:
+                self._slots.release()
 
-    def _process(self, job: GroupJob) -> Optional[GroupJob]:
-        """Run one job; returns the group's next job when finishing it took that too."""
+    def _process(self, job: GroupJob) -> bool:
+        """Run one job; True when its outcome went to the finisher (which then frees
+        the slot or hands it the group's next job)."""
         if self.queue.ordering == "in-memory":
             job = self._hold_for_order(job)
         started = now_ms()
         with self._lock:
             self._current[job.id] = (job, started)
         try:
-            try:
-                result = self.handler(job)
-                text = dumps(result, f"return value of group job {job.id}")
-            except Exception as exc:  # noqa: BLE001 - the handler's failure is the job's
-                self._fail(job, exc, started)
-                return None
-            return self._complete(job, result, text, started)
-        finally:
-            with self._lock:
-                self._current.pop(job.id, None)
-                self._held.pop(job.id, None)
-
-    def _complete(self, job: GroupJob, result: Any, text: str, started: int) -> Optional[GroupJob]:
-        q = self.queue
-        now = now_ms()
-        fields = ["processedOn", str(started), "finishedOn", str(now), "attempts",
-                  str(job.attempts_made), "maxAttempts", str(job.max_attempts),
-                  "returnvalue", text]
-        chain = not self._fetch_stop.is_set()
-        reply = q.run_script("complete", job.id, job.group_id, self.token, "completed", now,
-                             q.keep_completed, dumps(fields), now, q.job_timeout_ms,
-                             "1" if chain else "0")
-        if not reply[0]:
-            log.warning("group job %s finished after it stopped being ours (stalled and "
-                        "recovered, or removed); its result is dropped", job.id)
-            return None
-        job.status, job.returnvalue, job.finished_on = "completed", result, now
-        self._emit("completed", job, result)
-        if len(reply) < 2:
-            return None
-        nxt = GroupJob.from_reply(reply[1])
+            result = self.handler(job)
+            text = dumps(result, f"return value of group job {job.id}")
+        except Exception as exc:  # noqa: BLE001 - the handler's failure is the job's
+            self._forget(job.id)
+            self._fail(job, exc, started)
+            return False
         with self._lock:
-            self._held[nxt.id] = nxt
-        return nxt
+            self._current.pop(job.id, None)
+        self._finisher.put((job, result, text, started))
+        return True
+
+    def _forget(self, job_id: str) -> None:
+        with self._lock:
+            self._current.pop(job_id, None)
+            self._held.pop(job_id, None)
+
+    def _completed(self, job: GroupJob, result: Any, ok: bool) -> None:
+        self._forget(job.id)
+        if ok:
+            self._emit("completed", job, result)
+
+    def _chained(self, job: GroupJob) -> None:
+        with self._lock:
+            self._held[job.id] = job
+        self._jobs.put(job)
 
     def _fail(self, job: GroupJob, exc: BaseException, started: int) -> None:
         q = self.queue

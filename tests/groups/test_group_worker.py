@@ -146,7 +146,7 @@ def test_late_finish_of_a_recovered_job_is_refused(gq):
     assert gq.run_script("stalled", int(time.time() * 1000), 0, 5, 100) == ["j", "g", "recovered"]
     again = gq.run_script("reserve", int(time.time() * 1000), 10_000, 1, "", "tok-b", 100)
     assert again[0][0] == "j"
-    late = gq.run_script("complete", "j", "g", "tok-a", "completed", 1, 0, "[]", 1, 100, "1")
+    late = gq.run_script("complete", "tok-a", 1, 100, 0, "1", "j", "g", "[]")
     assert late == [0]
     assert gq.get_job("j").status == "active"
 
