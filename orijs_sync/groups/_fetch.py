@@ -67,7 +67,7 @@ class Fetcher(Role):
         self.blocking = queue.connection.blocking_client(block_timeout)
 
     def reserve(self, n: int, preferred: str = "") -> List[GroupJob]:
-        replies = self.queue.run_script("reserve", now_ms(), self.queue.job_timeout_ms, n,
+        replies = self.queue.run_hot("reserve", now_ms(), self.queue.job_timeout_ms, n,
                                         preferred, self.token, SCAN_LIMIT)
         return [GroupJob.from_reply(reply) for reply in replies]
 

@@ -95,7 +95,7 @@ class Finisher:
                       str(job.attempts_made), "maxAttempts", str(job.max_attempts),
                       "returnvalue", text]
             args += [job.id, job.group_id, dumps(fields)]
-        replies = q.run_script("complete", *args)
+        replies = q.run_hot("complete", *args)
         for (job, result, _, _), reply in zip(batch, replies):
             if reply == 0:
                 log.warning("group job %s finished after it stopped being ours (stalled and "

@@ -50,6 +50,12 @@ class GroupQueue(ConnectionOwner):
     def run_script(self, name: str, *args: Any, client: Any = None) -> Any:
         return self.scripts.run(f"groups/{name}", [self.ns], args, client=client)
 
+    def run_hot(self, name: str, *args: Any) -> Any:
+        """``run_script`` on the calling thread's own raw connection (for a worker's
+        long-lived threads: no pool checkout, no client layer on the hot path)."""
+        return self.scripts.run_direct(self.connection.direct_connection(), f"groups/{name}",
+                                       [self.ns], args, self.connection.address)
+
     def key(self, *parts: str) -> str:
         return ":".join((self.ns,) + parts)
 
