@@ -82,7 +82,7 @@ def victim_is_mid_job(r, log: str, pid: int) -> bool:
 def test_kill_9_mid_job_recovers_group_and_order(gq, redis_url, gname, r, tmp_path):
     log = f"{gname}:log"
     add_jobs(gq, groups=10, per_group=30)
-    procs = spawn(tmp_path, redis_url, gname, log, 0.03, 2.0, 3)
+    procs = spawn(tmp_path, redis_url, gname, log, 0.03, 5.0, 3)   # job_timeout 5 s
     victim = procs[0]
     try:
         wait_until(lambda: r.llen(log) >= 150, 120, "a quarter of the work")
