@@ -79,6 +79,7 @@ class GroupWorker:
                                   self._chained, self._completed, self._slots.release,
                                   lambda exc: self._emit("error", exc))
         self._roles: List[Role] = []
+        self._groups_cursor = "0"                # owned by the stalled role's thread
 
     @staticmethod
     def _seconds(value: Seconds, name: str) -> float:
@@ -309,6 +310,10 @@ class GroupWorker:
                             "or removed)", job_id)
 
     def _check_stalled(self) -> None:
+        """Recover expired jobs, then walk a slice of the groups for ones left out of
+        ready (a cursor over the groups set, one slice per interval)."""
+        cursor, _ = self.queue.run_script("recover_groups", self._groups_cursor, 200)
+        self._groups_cursor = str(cursor)
         reply = self.queue.run_script("stalled", now_ms(), 0, self.max_stalled_count, 100)
         for i in range(0, len(reply), 3):
             job_id, group_id, action = reply[i:i + 3]

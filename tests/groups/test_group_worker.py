@@ -253,3 +253,30 @@ def test_group_in_ready_while_active_is_not_taken_twice(gq):
     assert gq.run_script("reserve", now, 10_000, 4, "", "tok-b", 100) == []
     assert gq.run_script("reserve", now, 10_000, 4, "g", "tok-b", 100) == []
     assert gq.client.zscore(gq.key("ready"), "g") is None   # no spinning on it
+
+
+def test_slot_orphaned_by_groupmq_inline_recovery_is_freed(gq, redis_url, gname):
+    """GroupMQ's reserve recovers an expired job by putting it back in its group and
+    dropping it from processing, but leaves it in the group's active list: the next
+    reserve clears that orphan instead of blocking the group forever."""
+    gq.add(group_id="g", data={"n": 0}, job_id="j0")
+    gq.add(group_id="g", data={"n": 1}, job_id="j1")
+    gq.run_script("reserve", int(time.time() * 1000), 10_000, 1, "", "tok-a", 100)
+    c = gq.client
+    c.zrem(gq.key("processing"), "j0")                      # what GroupMQ's reserve.lua does
+    c.delete(gq.key("processing", "j0"))
+    c.zadd(gq.key("g", "g"), {"j0": float(c.hget(gq.key("job", "j0"), "score"))})
+    assert c.lrange(gq.key("g", "g", "active"), 0, -1) == ["j0"]
+    rec = Recorder(redis_url, f"{gname}:log")
+    with GroupWorker(gq, rec, stalled_interval=0.1):
+        assert gq.wait_for_empty(30)
+    assert check_runs(rec.entries()) == {"g": [0, 1]}
+
+
+def test_group_left_out_of_ready_is_put_back(gq, redis_url, gname):
+    gq.add(group_id="g", data={"n": 0})
+    gq.client.zrem(gq.key("ready"), "g")        # as GroupMQ's stalled check can leave it
+    rec = Recorder(redis_url, f"{gname}:log")
+    with GroupWorker(gq, rec, stalled_interval=0.1):
+        assert gq.wait_for_empty(30)
+    assert check_runs(rec.entries()) == {"g": [0]}

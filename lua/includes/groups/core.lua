@@ -60,9 +60,21 @@ end
 -- Take the head job of a free group. Returns the job's reply, or nil when the
 -- group is busy, empty or its head is delayed (the group then leaves ready:
 -- whatever frees, fills or promotes it puts it back).
+-- Is the group's active slot taken? An active id no longer in the processing set
+-- is an orphan (GroupMQ's inline expiry recovery frees the job but not the slot):
+-- it is cleared, so the group is not blocked forever.
+local function gmBusy(ns, gid)
+  local activeKey = ns .. ":g:" .. gid .. ":active"
+  for _, activeId in ipairs(rcall("LRANGE", activeKey, 0, -1)) do
+    if rcall("ZSCORE", ns .. ":processing", activeId) then return true end
+    rcall("LREM", activeKey, 0, activeId)
+  end
+  return false
+end
+
 local function gmTakeHead(ns, gid, now, vt, token)
   local gZ = ns .. ":g:" .. gid
-  if rcall("LLEN", gZ .. ":active") > 0 then
+  if gmBusy(ns, gid) then
     rcall("ZREM", ns .. ":ready", gid)
     return nil
   end
