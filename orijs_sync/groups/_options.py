@@ -6,9 +6,8 @@ import math
 from datetime import datetime, timedelta
 from typing import Any, Callable, Dict, Optional, Union
 
-from croniter import croniter
-
 from .. import errors
+from ..job_scheduler import validate_pattern
 from .._util import Seconds, dumps, now_ms, to_ms
 
 ORDERING_METHODS = ("none", "scheduler", "in-memory")
@@ -109,10 +108,10 @@ def repeat(value: Any) -> Dict[str, Union[int, str]]:
             every = every.total_seconds()
         ms = seconds_ms(every, "repeat every", positive=True)
         return {"every": int(ms or 0)}
-    pattern = value["pattern"]
-    if not isinstance(pattern, str) or not croniter.is_valid(pattern):
-        raise GroupOptionError(f"repeat pattern {pattern!r} is not a valid cron expression")
-    return {"pattern": pattern}
+    try:
+        return {"pattern": validate_pattern(value["pattern"])}
+    except ValueError as exc:
+        raise GroupOptionError(f"repeat: {exc}") from exc
 
 
 def ordering(method: Any, window: Optional[Seconds]) -> int:

@@ -7,12 +7,10 @@ import json
 import logging
 import random
 import uuid
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Dict, Union
-
-from croniter import croniter
+from typing import TYPE_CHECKING, Any, Dict, List, Union
 
 from .._util import dumps, now_ms
+from ..job_scheduler import cron_next_millis
 from .job import GroupJob
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,8 +29,8 @@ def options_json(repeat: Repeat) -> str:
 def next_run(repeat: Repeat, now: int) -> int:
     if "every" in repeat:
         return now + int(repeat["every"])
-    start = datetime.fromtimestamp(now / 1000, timezone.utc).astimezone()
-    return int(croniter(str(repeat["pattern"]), start).get_next(datetime).timestamp() * 1000)
+    nxt = cron_next_millis(str(repeat["pattern"]), now)     # local time, as cron-parser
+    return nxt if nxt is not None else now
 
 
 def _base36(n: int) -> str:
@@ -66,8 +64,9 @@ def run_due(queue: "GroupQueue", now: int, limit: int = 64) -> int:
     """Add one run of every repeating job that is due; returns how many this call added."""
     client = queue.client
     ran = 0
-    for repeat_key in client.zrangebyscore(queue.key("repeat", "schedule"), 0, now,
-                                           start=0, num=limit):
+    due: List[str] = client.zrangebyscore(queue.key("repeat", "schedule"), 0, now,
+                                          start=0, num=limit)  # type: ignore[assignment]
+    for repeat_key in due:
         text = client.get(queue.key("repeat", repeat_key))
         if text is None:
             client.zrem(queue.key("repeat", "schedule"), repeat_key)

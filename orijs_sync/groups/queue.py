@@ -127,7 +127,7 @@ class GroupQueue(ConnectionOwner):
 
     def get_unique_groups(self) -> List[str]:
         """The groups that hold waiting (or delayed) jobs."""
-        groups = sorted(self.client.smembers(self.key("groups")))
+        groups: List[str] = sorted(self.client.smembers(self.key("groups")))  # type: ignore
         pipe = self.client.pipeline(transaction=False)
         for gid in groups:
             pipe.zcard(self.key("g", gid))

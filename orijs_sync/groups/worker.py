@@ -127,7 +127,7 @@ class GroupWorker:
             Periodic(self._roles_stop, "group-stalled", self.stalled_interval,
                      self._check_stalled),
             Periodic(self._roles_stop, "group-scheduler", self.scheduler_interval,
-                     self.queue.run_scheduler_once),
+                     self._run_scheduler),
         ]
         for role in [self._fetcher] + self._roles:
             role.on_error = lambda exc: self._emit("error", exc)  # type: ignore[method-assign]
@@ -308,6 +308,9 @@ class GroupWorker:
             if still_held:
                 log.warning("group job %s is no longer this worker's (stalled, recovered "
                             "or removed)", job_id)
+
+    def _run_scheduler(self) -> None:
+        self.queue.run_scheduler_once()
 
     def _check_stalled(self) -> None:
         """Recover expired jobs, then walk a slice of the groups for ones left out of

@@ -163,3 +163,15 @@ def test_two_schedulers_reading_the_same_due_repeat_add_one_run(gq, r):
                              now + 50, now, job_id, 0, "rep", '{"t":1}', 3, now)
     assert [run("first"), run("second")] == [1, 0]
     assert r.zrange(f"{gq.ns}:g:rep", 0, -1) == ["first"]
+
+
+def test_cron_repeat_next_run_and_six_field_patterns(gq, r):
+    from orijs_sync.groups._repeat import next_run
+    start = int(datetime(2026, 1, 5, 8, 59, 30, tzinfo=timezone.utc).timestamp() * 1000)
+    nxt = next_run({"pattern": "*/5 * * * *"}, start)
+    assert nxt > start and (nxt // 1000) % 300 == 0 and nxt - start <= 300_000
+    assert next_run({"every": 1500}, start) == start + 1500
+    job = gq.add(group_id="c", data=None, repeat={"pattern": "*/10 * * * * *"})   # seconds first
+    repeat_key = job.id[len("repeat:"):]
+    due = r.zscore(f"{gq.ns}:repeat:schedule", repeat_key)
+    assert 0 < due - time.time() * 1000 <= 10_000

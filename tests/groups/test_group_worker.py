@@ -280,3 +280,29 @@ def test_group_left_out_of_ready_is_put_back(gq, redis_url, gname):
     with GroupWorker(gq, rec, stalled_interval=0.1):
         assert gq.wait_for_empty(30)
     assert check_runs(rec.entries()) == {"g": [0]}
+
+
+def test_one_reserve_call_takes_one_job_from_each_of_several_groups(gq):
+    for g in range(5):
+        gq.add(group_id=f"g{g}", data={"n": 0})
+        gq.add(group_id=f"g{g}", data={"n": 1})
+    now = int(time.time() * 1000)
+    jobs = [GroupJob.from_reply(x) for x in gq.run_script("reserve", now, 10_000, 3, "", "t", 100)]
+    assert len(jobs) == 3 and len({j.group_id for j in jobs}) == 3
+    assert all(j.data == {"n": 0} for j in jobs)
+    more = gq.run_script("reserve", now, 10_000, 10, "", "t", 100)
+    assert len(more) == 2                       # the two free groups; the busy ones are skipped
+
+
+def test_completing_takes_the_groups_next_job_in_the_same_call(gq):
+    gq.add(group_id="g", data={"n": 0}, job_id="first")
+    gq.add(group_id="g", data={"n": 1}, job_id="second")
+    now = int(time.time() * 1000)
+    (reply,) = gq.run_script("reserve", now, 10_000, 1, "", "t", 100)
+    assert reply[0] == "first"
+    (nxt,) = gq.run_script("complete", "t", now, 10_000, 0, "1", "first", "g", '["returnvalue","1"]')
+    assert GroupJob.from_reply(nxt).id == "second"
+    assert gq.get_job("second").status == "active"
+    assert gq.get_job("first") is None                      # keep_completed=0
+    assert gq.run_script("complete", "t", now, 10_000, 0, "1", "second", "g", "[]") == [1]
+    assert gq.is_empty()

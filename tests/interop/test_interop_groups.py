@@ -183,3 +183,35 @@ def test_node_and_python_workers_share_one_queue(gmq, redis_url, gname, r, tmp_p
     by = Counter(e.split("|")[4] for e in entries if e.startswith("start"))
     assert by["node"] > 0 and by["py"] > 0, by
     gq.close()
+
+
+def test_node_repeating_job_runs_on_python_and_python_removes_it(gmq, redis_url, gname, r):
+    placeholder = gmq("add", jobs=[{"groupId": "tick", "data": {"n": 0, "k": "v"},
+                                    "repeat": {"every": 300}}])[0]
+    assert placeholder["id"].startswith('repeat:tick:{"every":300}:')
+    gq = GroupQueue(gname, connection=redis_url)
+    runs: List[str] = []
+    handler = PyHandler(redis_url, f"{gname}:log")
+
+    def count(job: GroupJob) -> Any:
+        runs.append(job.id)
+        return handler(job)
+    with GroupWorker(gq, count, scheduler_interval=0.05):
+        deadline = time.monotonic() + GUARD
+        while len(runs) < 2:
+            assert time.monotonic() < deadline, runs
+            time.sleep(0.05)
+        assert gq.remove_repeating_job("tick", {"every": 0.3}) is True
+    assert r.zcard(f"groupmq:{gname}:repeat:schedule") == 0
+    assert gmq("getJob", id=placeholder["id"]) is None
+    check_runs(r.lrange(f"{gname}:log", 0, -1))
+    gq.close()
+
+
+def test_python_repeating_job_runs_on_node(gmq, redis_url, gname):
+    gq = GroupQueue(gname, connection=redis_url)
+    gq.add(group_id="cron", data={"n": 0}, repeat={"every": 0.2})
+    result = gmq("work", until=2, workerOpts={"schedulerIntervalMs": 50, "cleanupIntervalMs": 50},
+                 queueOpts={"schedulerLockTtlMs": 50})
+    assert len(set(result["completed"])) >= 2
+    gq.close()
