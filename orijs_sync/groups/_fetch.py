@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 SCAN_LIMIT = 100          # most ready groups one reserve call looks at
+PAUSED_WAIT = 0.5         # seconds between looks at a paused queue
 
 
 class Slots:
@@ -81,6 +82,9 @@ class Fetcher(Role):
             if popped is None:
                 return
             jobs = self.reserve(free, popped)
+            if not jobs and self.queue.is_paused():
+                self.stop_event.wait(PAUSED_WAIT)    # the group went back to ready: no spin
+                return
         if jobs:
             self.slots.taken(len(jobs))
             self.dispatch(jobs)

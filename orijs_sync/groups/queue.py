@@ -200,6 +200,9 @@ class GroupQueue(ConnectionOwner):
     def resume(self) -> None:
         self.client.delete(self.key("paused"))
 
+    def is_paused(self) -> bool:
+        return bool(self.client.exists(self.key("paused")))
+
     # -- the scheduler's work (the workers run it; callable by hand) -------------------
 
     def run_scheduler_once(self) -> int:

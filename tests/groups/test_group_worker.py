@@ -306,3 +306,19 @@ def test_completing_takes_the_groups_next_job_in_the_same_call(gq):
     assert gq.get_job("first") is None                      # keep_completed=0
     assert gq.run_script("complete", "t", now, 10_000, 0, "1", "second", "g", "[]") == [1]
     assert gq.is_empty()
+
+
+def test_paused_queue_holds_its_jobs_without_spinning(gq, r):
+    gq.pause()
+    gq.add(group_id="g", data={"n": 0})
+    done: List[str] = []
+    with GroupWorker(gq, lambda job: done.append(job.id), block_timeout=5):
+        time.sleep(0.3)
+        before = int(r.info("commandstats").get("cmdstat_bzpopmin", {}).get("calls", 0))
+        time.sleep(1.0)
+        after = int(r.info("commandstats").get("cmdstat_bzpopmin", {}).get("calls", 0))
+        assert after - before <= 4 and done == []
+        assert gq.is_paused()
+        gq.resume()
+        assert gq.wait_for_empty(30)
+    assert len(done) == 1
