@@ -4,7 +4,6 @@ renewer and one stalled-jobs checker, all owned, stopped and joined by ``close()
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 import time
 import uuid
@@ -14,7 +13,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 from . import errors
 from . import options as job_options
 from ._processing import BackoffStrategy, JobRunner, Outcome
-from ._roles import Periodic, Role
+from ._roles import Periodic, Role, run_until_signalled
 from ._util import Seconds, dumps, now_ms, to_seconds
 from .connection import ConnectionLike, as_connection
 from .job import Job
@@ -249,18 +248,7 @@ class Worker:
 
     def run(self) -> None:
         """Start and block until SIGINT/SIGTERM (or ``close()`` from another thread)."""
-        previous = {}
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                previous[sig] = signal.signal(sig, lambda *_: self._shutdown_requested.set())
-        try:
-            self.start()
-            while not self._shutdown_requested.wait(1.0):
-                pass
-        finally:
-            self.close()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        run_until_signalled(self.start, self.close, self._shutdown_requested)
 
     def close(self, timeout: Optional[float] = None) -> bool:
         """Stop fetching, let active jobs finish (up to ``timeout`` seconds), join every

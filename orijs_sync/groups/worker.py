@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import logging
 import queue as queue_module
-import signal
 import threading
 import traceback
 import uuid
 from typing import Any, Callable, Dict, List, Optional
 
-from .._roles import Periodic, Role
+from .._roles import Periodic, Role, run_until_signalled
 from .._util import Seconds, dumps, now_ms, to_seconds
 from . import _options as opt
 from ._fetch import Fetcher, Slots
@@ -136,18 +135,7 @@ class GroupWorker:
 
     def run(self) -> None:
         """Start and block until SIGINT/SIGTERM (or ``close()`` from another thread)."""
-        previous = {}
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                previous[sig] = signal.signal(sig, lambda *_: self._shutdown_requested.set())
-        try:
-            self.start()
-            while not self._shutdown_requested.wait(1.0):
-                pass
-        finally:
-            self.close()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        run_until_signalled(self.start, self.close, self._shutdown_requested)
 
     def close(self, timeout: Optional[Seconds] = None) -> bool:
         """Stop taking jobs, let the jobs this worker holds finish (up to ``timeout``
