@@ -215,3 +215,21 @@ def test_python_repeating_job_runs_on_node(gmq, redis_url, gname):
                  queueOpts={"schedulerLockTtlMs": 50})
     assert len(set(result["completed"])) >= 2
     gq.close()
+
+
+def test_ordering_scheduler_staged_on_one_side_runs_in_order_on_the_other(gmq, redis_url,
+                                                                          gname, r):
+    now = int(time.time() * 1000)
+    late_first = [{"groupId": "o", "data": {"n": 2}, "orderMs": now},
+                  {"groupId": "o", "data": {"n": 1}, "orderMs": now - 100}]
+    gmq("add", jobs=late_first, queueOpts={"orderingDelayMs": 400})       # Node stages them
+    gq = GroupQueue(gname, connection=redis_url, ordering="scheduler", ordering_window=0.4)
+    assert gq.get_job_counts()["staged"] == 2
+    with GroupWorker(gq, PyHandler(redis_url, f"{gname}:log")):
+        assert gq.wait_for_empty(GUARD)
+    gq.add(group_id="p", data={"n": 2}, order_ms=now + 1000)                # Python stages them
+    gq.add(group_id="p", data={"n": 1}, order_ms=now + 900)
+    assert gq.get_job_counts()["staged"] == 2
+    gmq("work", log=f"{gname}:log", until=2, queueOpts={"orderingDelayMs": 400})
+    assert check_runs(r.lrange(f"{gname}:log", 0, -1)) == {"o": [1, 2], "p": [1, 2]}
+    gq.close()
