@@ -3,10 +3,11 @@
 Threads (each owned and joined by ``close()``): a fetcher reserving jobs for free
 slots (a batch of one job per free group; ``BZPOPMIN`` on the ready set when
 nothing can be taken, so an idle worker never polls), ``concurrency`` handler
-threads, a finisher writing many completions per script call, each taking its
-group's next job for the same slot in that call, a heartbeat extending the deadlines of held jobs, a stalled
-checker recovering jobs whose worker died, and a scheduler promoting delayed
-and staged jobs and adding repeating jobs' runs.
+threads, a finisher writing many completions per script call (each taking its
+group's next job for the same slot in that call), a heartbeat extending the
+deadlines of the jobs held, a stalled checker recovering jobs whose worker died
+and groups left out of ready, and a scheduler promoting delayed and staged jobs
+and adding repeating jobs' runs.
 """
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ class GroupWorker:
         self.heartbeat_interval = min(queue.job_timeout_ms / 3000.0, 10.0)
         self.token = uuid.uuid4().hex
         self._listeners: Dict[str, List[Callable[..., None]]] = {name: [] for name in EVENTS}
-        self._lock = threading.Lock()            # guards _held, _current, _state
+        self._lock = threading.Lock()            # guards _held, _current, _state, _listeners
         self._held: Dict[str, GroupJob] = {}     # reserved by this worker, not finished
         self._current: Dict[str, "tuple[GroupJob, int]"] = {}   # running: (job, started ms)
         self._state = "new"
@@ -94,11 +95,14 @@ class GroupWorker:
         ``stalled(job_id, group_id)``, ``closed()``; called on the worker's threads."""
         if event not in self._listeners:
             raise opt.GroupOptionError(f"unknown event {event!r}; one of {EVENTS}")
-        self._listeners[event].append(fn)
+        with self._lock:
+            self._listeners[event].append(fn)
         return self
 
     def _emit(self, event: str, *args: Any) -> None:
-        for fn in list(self._listeners[event]):
+        with self._lock:
+            listeners = list(self._listeners[event])
+        for fn in listeners:
             try:
                 fn(*args)
             except Exception:  # noqa: BLE001 - a listener must not break the worker

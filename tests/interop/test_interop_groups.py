@@ -147,6 +147,8 @@ def test_python_adds_node_processes(gmq, redis_url, gname, r):
     assert seen["groupId"] == "u:2" and seen["data"] == {"n": 1, "nested": {"list": [1, None]}}
     assert seen["status"] == "waiting" and seen["orderMs"] == base + 1
     assert gmq("getJob", id="later")["status"] == "delayed"
+    counts = gmq("counts")
+    assert (counts["waiting"], counts["delayed"], counts["active"]) == (11, 1, 0)
     result = gmq("work", log=f"{gname}:log", concurrency=3, until=11,
                  queueOpts={"keepCompleted": 100},
                  workerOpts={"schedulerIntervalMs": 50, "cleanupIntervalMs": 100})
