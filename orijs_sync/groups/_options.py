@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Optional, Union
 
 from .. import errors
 from ..job_scheduler import validate_pattern
-from .._util import Seconds, dumps, now_ms, to_ms
+from .._util import Seconds, dumps, now_ms, to_seconds
 
 ORDERING_METHODS = ("none", "scheduler", "in-memory")
 
@@ -22,6 +22,8 @@ class GroupDataError(errors.OrijsError, TypeError):
 
 
 def group_id(value: Any) -> str:
+    if value is None:
+        raise GroupOptionError("group_id is required")
     if not isinstance(value, str):
         raise GroupOptionError(f"group_id must be a string, not {type(value).__name__}")
     if value == "" or value.strip() == "":
@@ -56,14 +58,24 @@ def count(value: Any, name: str) -> int:
     return value
 
 
-def seconds_ms(value: Optional[Seconds], name: str, *, positive: bool = False) -> Optional[int]:
+def seconds(value: Optional[Seconds], name: str, *, positive: bool = False) -> Optional[float]:
+    """A duration in seconds (number or ``timedelta``), ``None`` passing through."""
     try:
-        ms = to_ms(value, name)
+        result = to_seconds(value, name)
     except ValueError as exc:
         raise GroupOptionError(str(exc)) from exc
-    if positive and ms is not None and ms <= 0:
+    if positive and result is not None and result <= 0:
         raise GroupOptionError(f"{name} must be > 0 seconds, got {value!r}")
-    return ms
+    return result
+
+
+def seconds_ms(value: Optional[Seconds], name: str, *, positive: bool = False) -> Optional[int]:
+    """The same in milliseconds (what goes to Redis); a positive one is at least 1 ms."""
+    result = seconds(value, name, positive=positive)
+    if result is None:
+        return None
+    ms = int(round(result * 1000))
+    return max(ms, 1) if positive else ms
 
 
 def order_ms(value: Any) -> int:

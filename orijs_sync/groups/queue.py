@@ -8,7 +8,7 @@ import uuid
 from typing import Any, Dict, List, Optional
 
 from .. import errors
-from .._util import Seconds, loads, now_ms, to_seconds
+from .._util import Seconds, loads, now_ms
 from ..connection import ConnectionLike, ConnectionOwner
 from ..scripts import Scripts
 from . import _options as opt
@@ -61,7 +61,7 @@ class GroupQueue(ConnectionOwner):
 
     # -- adding ------------------------------------------------------------------------
 
-    def add(self, *, group_id: str, data: Any = None, order_ms: Optional[float] = None,
+    def add(self, *, group_id: Optional[str] = None, data: Any = None, order_ms: Optional[float] = None,
             max_attempts: Optional[int] = None, job_id: Optional[str] = None,
             delay: Optional[Seconds] = None, run_at: Any = None,
             repeat: Optional[Dict[str, Any]] = None) -> GroupJob:
@@ -148,7 +148,7 @@ class GroupQueue(ConnectionOwner):
     def wait_for_empty(self, timeout: Optional[Seconds] = 60) -> bool:
         """Wait (polling every 0.2 s, as GroupMQ does) until no job is waiting, delayed,
         staged or active; ``False`` when ``timeout`` seconds passed first."""
-        limit = to_seconds(timeout, "timeout")
+        limit = opt.seconds(timeout, "timeout")
         deadline = None if limit is None else time.monotonic() + limit
         while not self.is_empty():
             if deadline is not None and time.monotonic() >= deadline:

@@ -19,7 +19,7 @@ import uuid
 from typing import Any, Callable, Dict, List, Optional
 
 from .._roles import Periodic, Role, run_until_signalled
-from .._util import Seconds, dumps, now_ms, to_seconds
+from .._util import Seconds, dumps, now_ms
 from . import _options as opt
 from ._fetch import Fetcher, Slots
 from ._finish import Finisher
@@ -83,10 +83,9 @@ class GroupWorker:
 
     @staticmethod
     def _seconds(value: Seconds, name: str) -> float:
-        seconds = to_seconds(value, name, allow_none=False) or 0.0
-        if seconds <= 0:
-            raise opt.GroupOptionError(f"{name} must be > 0 seconds")
-        return seconds
+        if value is None:
+            raise opt.GroupOptionError(f"{name} is required")
+        return opt.seconds(value, name, positive=True) or 0.0
 
     # -- events ------------------------------------------------------------------------
 
@@ -145,7 +144,7 @@ class GroupWorker:
         """Stop taking jobs, let the jobs this worker holds finish (up to ``timeout``
         seconds), join every thread. Idempotent. ``False`` when jobs were still running
         at the timeout (no longer heartbeated: the stalled check recovers them)."""
-        limit = to_seconds(timeout, "timeout")
+        limit = opt.seconds(timeout, "timeout")
         with self._lock:
             if self._state == "closed":
                 return True

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from orijs_sync import errors
-from orijs_sync.groups import GroupDataError, GroupOptionError, GroupQueue
+from orijs_sync.groups import GroupDataError, GroupOptionError, GroupQueue, GroupWorker
 
 
 def keys_of(r, gq):
@@ -46,6 +46,8 @@ def test_same_job_id_is_not_added_twice(gq, r):
 
 
 @pytest.mark.parametrize("kwargs, error", [
+    ({}, GroupOptionError),
+    ({"data": {"a": 1}}, GroupOptionError),
     ({"group_id": ""}, GroupOptionError),
     ({"group_id": "   "}, GroupOptionError),
     ({"group_id": None}, GroupOptionError),
@@ -68,6 +70,23 @@ def test_bad_input_raises_and_writes_nothing(gq, r, kwargs, error):
         gq.add(**kwargs)
     assert isinstance(info.value, errors.OrijsError)
     assert keys_of(r, gq) == []
+
+
+def test_bad_durations_raise_library_errors(gq):
+    with pytest.raises(GroupOptionError):
+        gq.wait_for_empty(-1)
+    with pytest.raises(GroupOptionError):
+        gq.change_delay("x", "soon")
+    with pytest.raises(GroupOptionError):
+        GroupWorker(gq, print, stalled_interval=0)
+    with pytest.raises(GroupOptionError):
+        GroupWorker(gq, print, concurrency=0)
+    with pytest.raises(GroupOptionError):
+        GroupWorker(gq, "not callable")
+    worker = GroupWorker(gq, print)
+    with pytest.raises(GroupOptionError):
+        worker.close(timeout=-1)
+    worker.close()
 
 
 def test_bad_queue_options(redis_url):

@@ -322,3 +322,15 @@ def test_paused_queue_holds_its_jobs_without_spinning(gq, r):
         gq.resume()
         assert gq.wait_for_empty(30)
     assert len(done) == 1
+
+
+def test_groups_run_in_parallel_up_to_concurrency(gq):
+    barrier = threading.Barrier(4, timeout=20)       # passes only with 4 groups at once
+
+    def handler(job: GroupJob) -> None:
+        barrier.wait()
+    for g in range(4):
+        gq.add(group_id=f"p{g}", data={"n": 0})
+    with GroupWorker(gq, handler, concurrency=4, backoff=0):
+        assert gq.wait_for_empty(30)
+    assert gq.get_job_counts()["failed"] == 0 and not barrier.broken
