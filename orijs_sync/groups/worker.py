@@ -12,6 +12,7 @@ and adding repeating jobs' runs.
 from __future__ import annotations
 
 import logging
+import os
 import queue as queue_module
 import threading
 import traceback
@@ -80,6 +81,7 @@ class GroupWorker:
                                   lambda exc: self._emit("error", exc))
         self._roles: List[Role] = []
         self._groups_cursor = "0"                # owned by the stalled role's thread
+        self._pid = os.getpid()                  # the process whose threads these are
 
     @staticmethod
     def _seconds(value: Seconds, name: str) -> float:
@@ -149,6 +151,9 @@ class GroupWorker:
             if self._state == "closed":
                 return True
             started, self._state = self._state != "new", "closed"
+        if os.getpid() != self._pid:
+            # A forked child's copy: its threads and held jobs are the parent's.
+            return True
         self._shutdown_requested.set()
         self._fetch_stop.set()
         finished = True

@@ -194,3 +194,20 @@ def test_cron_repeat_next_run_and_six_field_patterns(gq, r):
     repeat_key = job.id[len("repeat:"):]
     due = r.zscore(f"{gq.ns}:repeat:schedule", repeat_key)
     assert 0 < due - time.time() * 1000 <= 10_000
+
+
+def test_queue_made_before_a_fork_adds_from_the_child(gq):
+    import os
+    gq.add(group_id="f", data={"who": "parent"}, job_id="p")      # the parent's pool is in use
+    pid = os.fork()
+    if pid == 0:                                                   # the child: exit code says
+        try:
+            gq.add(group_id="f", data={"who": "child"}, job_id="c")
+            os._exit(0)
+        except BaseException:                                     # noqa: BLE001
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    assert gq.get_job("c").data == {"who": "child"}
+    gq.add(group_id="f", data={"who": "parent again"}, job_id="p2")
+    assert gq.get_group_job_count("f") == 3

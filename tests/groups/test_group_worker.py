@@ -334,3 +334,25 @@ def test_groups_run_in_parallel_up_to_concurrency(gq):
     with GroupWorker(gq, handler, concurrency=4, backoff=0):
         assert gq.wait_for_empty(30)
     assert gq.get_job_counts()["failed"] == 0 and not barrier.broken
+
+
+def test_closing_a_forked_copy_leaves_the_parents_worker_running(gq):
+    import os
+    release = threading.Event()
+    done: List[str] = []
+
+    def handler(job: GroupJob) -> None:
+        release.wait(30)
+        done.append(job.id)
+    gq.add(group_id="g", data={"n": 0}, job_id="held")
+    with GroupWorker(gq, handler) as w:
+        wait_until(lambda: len(w.get_current_jobs()) == 1, 30)
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if w.close(timeout=5) else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 0
+        release.set()
+        gq.add(group_id="g", data={"n": 1}, job_id="after")
+        assert gq.wait_for_empty(30)
+    assert done == ["held", "after"]
