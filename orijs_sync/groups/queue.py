@@ -61,9 +61,9 @@ class GroupQueue(ConnectionOwner):
 
     # -- adding ------------------------------------------------------------------------
 
-    def add(self, *, group_id: Optional[str] = None, data: Any = None, order_ms: Optional[float] = None,
-            max_attempts: Optional[int] = None, job_id: Optional[str] = None,
-            delay: Optional[Seconds] = None, run_at: Any = None,
+    def add(self, *, group_id: Optional[str] = None, data: Any = None,
+            order_ms: Optional[float] = None, max_attempts: Optional[int] = None,
+            job_id: Optional[str] = None, delay: Optional[Seconds] = None, run_at: Any = None,
             repeat: Optional[Dict[str, Any]] = None) -> GroupJob:
         """Add a job to ``group_id``; everything is validated before anything is written.
         With ``repeat`` (``{"every": seconds}`` or ``{"pattern": cron}``) the job runs

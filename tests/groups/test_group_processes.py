@@ -18,7 +18,8 @@ WORKER = """
 import os, sys, time, redis
 from orijs_sync.groups import GroupQueue, GroupWorker
 from orijs_sync.groups.testing import record
-url, name, log, pause, timeout = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
+url, name, log = sys.argv[1], sys.argv[2], sys.argv[3]
+pause, timeout = float(sys.argv[4]), float(sys.argv[5])
 r = redis.Redis.from_url(url, decode_responses=True)
 who = str(os.getpid())
 def handler(job):

@@ -287,7 +287,8 @@ def test_one_reserve_call_takes_one_job_from_each_of_several_groups(gq):
         gq.add(group_id=f"g{g}", data={"n": 0})
         gq.add(group_id=f"g{g}", data={"n": 1})
     now = int(time.time() * 1000)
-    jobs = [GroupJob.from_reply(x) for x in gq.run_script("reserve", now, 10_000, 3, "", "t", 100)]
+    replies = gq.run_script("reserve", now, 10_000, 3, "", "t", 100)
+    jobs = [GroupJob.from_reply(x) for x in replies]
     assert len(jobs) == 3 and len({j.group_id for j in jobs}) == 3
     assert all(j.data == {"n": 0} for j in jobs)
     more = gq.run_script("reserve", now, 10_000, 10, "", "t", 100)
@@ -300,7 +301,8 @@ def test_completing_takes_the_groups_next_job_in_the_same_call(gq):
     now = int(time.time() * 1000)
     (reply,) = gq.run_script("reserve", now, 10_000, 1, "", "t", 100)
     assert reply[0] == "first"
-    (nxt,) = gq.run_script("complete", "t", now, 10_000, 0, "1", "first", "g", '["returnvalue","1"]')
+    fields = '["returnvalue","1"]'
+    (nxt,) = gq.run_script("complete", "t", now, 10_000, 0, "1", "first", "g", fields)
     assert GroupJob.from_reply(nxt).id == "second"
     assert gq.get_job("second").status == "active"
     assert gq.get_job("first") is None                      # keep_completed=0
