@@ -5,7 +5,6 @@ concurrency C from its construction to its last completion."""
 from __future__ import annotations
 
 import sys
-import threading
 import time
 
 from orijs_sync.groups import GroupQueue, GroupWorker
@@ -17,28 +16,18 @@ def groups(url: str, n: int, concurrency: int, group_count: int, timeout: float)
     queue = GroupQueue("bench-groups", connection=url)
     for i in range(n):
         queue.add(group_id=f"g{i % group_count}", data={"i": i})
-    lock = threading.Lock()
-    done = threading.Event()
-    state = {"count": 0, "last": 0.0}
-
-    def on_completed(job, result) -> None:
-        with lock:
-            state["count"] += 1
-            state["last"] = time.perf_counter()
-            if state["count"] >= n:
-                done.set()
-
+    completions = common.Completions(n)
     t0 = time.perf_counter()
     worker = GroupWorker(queue, lambda job: None, concurrency=concurrency)
-    worker.on("completed", on_completed)
+    worker.on("completed", completions)
     worker.start()
     try:
-        if not done.wait(timeout):
-            return {"error": f"timed out at {state['count']}/{n}"}
+        if not completions.wait(timeout):
+            return {"error": f"timed out at {completions.count}/{n}"}
     finally:
         worker.close()
         queue.close()
-    return common.rate(n, state["last"] - t0, groups=group_count, concurrency=concurrency)
+    return common.rate(n, completions.last - t0, groups=group_count, concurrency=concurrency)
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ from typing import List
 
 from orijs_sync.groups import GroupQueue
 from orijs_sync.groups.testing import check_runs
-from orijs_sync.testing import wait_until
+from orijs_sync.testing import stop_processes, wait_until
 
 WORKER = """
 import os, sys, time, redis
@@ -41,18 +41,6 @@ def spawn(tmp_path, redis_url: str, name: str, log: str, pause: float, timeout: 
                               str(timeout)], env=env) for _ in range(count)]
 
 
-def stop(procs: List[subprocess.Popen]) -> None:
-    for proc in procs:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-    for proc in procs:
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-
-
 def add_jobs(gq: GroupQueue, groups: int, per_group: int) -> None:
     pipe_jobs = [(f"grp{g}", i) for i in range(per_group) for g in range(groups)]
     for group_id, n in pipe_jobs:
@@ -66,7 +54,7 @@ def test_four_processes_1000_jobs_50_groups(gq, redis_url, gname, r, tmp_path):
     try:
         assert gq.wait_for_empty(240), gq.get_job_counts()
     finally:
-        stop(procs)
+        stop_processes(procs, 30)
     entries = r.lrange(log, 0, -1)
     assert len(entries) == 2000
     runs = check_runs(entries)
@@ -92,7 +80,7 @@ def test_kill_9_mid_job_recovers_group_and_order(gq, redis_url, gname, r, tmp_pa
         victim.wait(10)
         assert gq.wait_for_empty(120), gq.get_job_counts()
     finally:
-        stop(procs)
+        stop_processes(procs, 30)
     entries = r.lrange(log, 0, -1)
     runs = check_runs(entries, dead={str(victim.pid)})
     assert {g: sorted(set(seq)) for g, seq in runs.items()} == \
