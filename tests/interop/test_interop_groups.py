@@ -9,13 +9,12 @@ Redis list as the Python handlers here do (orijs_sync.groups.testing), returns
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List
 
 import pytest
 import redis as redis_py
