@@ -8,7 +8,7 @@
   ARGV[1] token  ARGV[2] now (ms, the finish time)  ARGV[3] visibility timeout (ms)
   ARGV[4] keepCompleted  ARGV[5] take the next jobs (1/0)
   ARGV[6..] per job, three values: job id, group id, JSON list of hash fields to
-            record (field, value, ...)
+            record (field, value, ...; read only when keepCompleted > 0)
   Returns one entry per job: 0 when it was no longer ours (stalled and recovered,
   removed), 1 when finished, or the reply of its group's next job, now reserved.
 ]]
@@ -24,7 +24,8 @@ for i = 6, #ARGV, 3 do
   local result = 0
   if gmRelease(ns, jobId, gid, token) then
     result = 1
-    gmRecordFinished(ns, jobId, "completed", now, keep, cjson.decode(ARGV[i + 2]))
+    gmRecordFinished(ns, jobId, "completed", now, keep,
+                     keep > 0 and cjson.decode(ARGV[i + 2]) or {})
     local nextJob = chain and gmTakeHead(ns, gid, now, vt, token)
     if nextJob then
       result = nextJob

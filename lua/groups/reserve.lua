@@ -9,7 +9,7 @@
   ARGV[1] now (ms)  ARGV[2] visibility timeout (ms)  ARGV[3] max jobs
   ARGV[4] preferred group id ("" = none)  ARGV[5] reservation token
   ARGV[6] most groups to look at
-  Returns a list of job replies (see gmJobReply); empty when paused.
+  Returns a list of job replies (see gmReply); empty when paused.
 ]]
 local rcall = redis.call
 --- @include "groups/core"

@@ -91,10 +91,11 @@ class Finisher:
         args: List[Any] = [self.token, now, q.job_timeout_ms, q.keep_completed,
                            "1" if self.chain() else "0"]
         for job, _, text, started in batch:
-            fields = ["processedOn", str(started), "finishedOn", str(now), "attempts",
-                      str(job.attempts_made), "maxAttempts", str(job.max_attempts),
-                      "returnvalue", text]
-            args += [job.id, job.group_id, dumps(fields)]
+            fields = "" if not q.keep_completed else dumps(
+                ["processedOn", str(started), "finishedOn", str(now), "attempts",
+                 str(job.attempts_made), "maxAttempts", str(job.max_attempts),
+                 "returnvalue", text])
+            args += [job.id, job.group_id, fields]
         replies = q.run_hot("complete", *args)
         for (job, result, _, _), reply in zip(batch, replies):
             if reply == 0:

@@ -10,27 +10,29 @@
   A job's hash has status waiting | delayed | staged | processing | completed | failed.
 ]]
 
+-- The fields read for a job about to be reserved: its reply (see gmReply), then status.
+local GM_FIELDS = {"id", "groupId", "data", "attempts", "maxAttempts", "seq", "timestamp",
+                   "orderMs", "score", "status"}
+
 -- The reply for one reserved job: id, groupId, data, attempts, maxAttempts, seq,
 -- timestamp, orderMs, score, deadline (the order GroupMQ returns them in).
-local function gmJobReply(ns, jobId, deadline)
-  local f = rcall("HMGET", ns .. ":job:" .. jobId, "id", "groupId", "data", "attempts",
-                  "maxAttempts", "seq", "timestamp", "orderMs", "score")
-  for i = 1, 9 do
-    if not f[i] then f[i] = "" end
-  end
-  f[10] = tostring(deadline)
-  return f
+local function gmReply(fields, deadline)
+  local out = {}
+  for i = 1, 9 do out[i] = fields[i] or "" end
+  out[10] = tostring(deadline)
+  return out
 end
 
--- Make jobId the group's active job: active list, processing set and hash, status.
-local function gmActivate(ns, gid, jobId, now, vt, token)
+-- Make jobId (its GM_FIELDS read) the group's active job: active list, processing
+-- set and hash (with the reserving worker's token), status.
+local function gmActivate(ns, gid, jobId, fields, now, vt, token)
   local deadline = now + vt
   rcall("LPUSH", ns .. ":g:" .. gid .. ":active", jobId)
   rcall("HSET", ns .. ":job:" .. jobId, "status", "processing")
   rcall("HSET", ns .. ":processing:" .. jobId, "groupId", gid,
         "deadlineAt", tostring(deadline), "token", token)
   rcall("ZADD", ns .. ":processing", deadline, jobId)
-  return gmJobReply(ns, jobId, deadline)
+  return gmReply(fields, deadline)
 end
 
 -- Drop a group that holds no waiting job (GroupMQ's empty-group cleanup).
@@ -57,9 +59,6 @@ local function gmReadyHead(ns, gid)
   end
 end
 
--- Take the head job of a free group. Returns the job's reply, or nil when the
--- group is busy, empty or its head is delayed (the group then leaves ready:
--- whatever frees, fills or promotes it puts it back).
 -- Is the group's active slot taken? An active id no longer in the processing set
 -- is an orphan (GroupMQ's inline expiry recovery frees the job but not the slot):
 -- it is cleared, so the group is not blocked forever.
@@ -72,6 +71,9 @@ local function gmBusy(ns, gid)
   return false
 end
 
+-- Take the head job of a free group. Returns the job's reply, or nil when the
+-- group is busy, empty or its head is delayed (the group then leaves ready:
+-- whatever frees, fills or promotes it puts it back).
 local function gmTakeHead(ns, gid, now, vt, token)
   local gZ = ns .. ":g:" .. gid
   if gmBusy(ns, gid) then
@@ -79,35 +81,32 @@ local function gmTakeHead(ns, gid, now, vt, token)
     return nil
   end
   while true do
-    local head = rcall("ZRANGE", gZ, 0, 0)
+    local head = rcall("ZPOPMIN", gZ)
     if #head == 0 then
       gmDropIfEmpty(ns, gid)
       return nil
     end
-    local jobKey = ns .. ":job:" .. head[1]
-    local status = rcall("HGET", jobKey, "status")
-    if status == "delayed" then
+    local fields = rcall("HMGET", ns .. ":job:" .. head[1], unpack(GM_FIELDS))
+    if fields[10] == "delayed" then
+      rcall("ZADD", gZ, head[2], head[1])
       rcall("ZREM", ns .. ":ready", gid)
       return nil
     end
-    rcall("ZREM", gZ, head[1])
-    if status then
+    if fields[1] or fields[10] then
       rcall("ZREM", ns .. ":ready", gid)
-      return gmActivate(ns, gid, head[1], now, vt, token)
+      return gmActivate(ns, gid, head[1], fields, now, vt, token)
     end
-    -- a dangling id whose hash is gone: drop it and look at the next one
+    -- a dangling id whose hash is gone: dropped; look at the next one
   end
 end
 
--- The job is ours to finish: still processing, in the processing set, active in
--- its group, and reserved with our token (a late finish after a stall recovery
--- handed it to another worker is refused). Releases it from all three.
+-- The job is ours to finish: its processing hash still holds our token (every
+-- recovery, removal or finish deletes that hash, and a reservation by GroupMQ's
+-- own workers writes none, so a late finish after the job was handed to another
+-- worker is refused). Releases it from processing and its group's active slot.
 local function gmRelease(ns, jobId, gid, token)
-  local jobKey = ns .. ":job:" .. jobId
   local procKey = ns .. ":processing:" .. jobId
-  if rcall("HGET", jobKey, "status") ~= "processing"
-     or not rcall("ZSCORE", ns .. ":processing", jobId)
-     or rcall("HGET", procKey, "token") ~= token then
+  if rcall("HGET", procKey, "token") ~= token then
     return false
   end
   rcall("DEL", procKey)
