@@ -41,7 +41,7 @@ class Finisher:
         self.on_done = on_done
         self.on_free = on_free
         self.on_error = on_error
-        self._inbox: "queue_module.Queue[Optional[Done]]" = queue_module.Queue()
+        self._inbox: "queue_module.SimpleQueue[Optional[Done]]" = queue_module.SimpleQueue()
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name=f"orijs-group-finisher-{queue.name}")
 

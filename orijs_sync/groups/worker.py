@@ -70,7 +70,8 @@ class GroupWorker:
         self._current: Dict[str, "tuple[GroupJob, int]"] = {}   # running: (job, started ms)
         self._state = "new"
         self._slots = Slots(self.concurrency)
-        self._jobs: "queue_module.Queue[Optional[GroupJob]]" = queue_module.Queue()
+        self._jobs: "queue_module.SimpleQueue[Optional[GroupJob]]" = \
+            queue_module.SimpleQueue()
         self._fetch_stop = threading.Event()
         self._roles_stop = threading.Event()
         self._shutdown_requested = threading.Event()
