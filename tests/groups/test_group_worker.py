@@ -358,3 +358,17 @@ def test_closing_a_forked_copy_leaves_the_parents_worker_running(gq):
         gq.add(group_id="g", data={"n": 1}, job_id="after")
         assert gq.wait_for_empty(30)
     assert done == ["held", "after"]
+
+
+def test_keep_completed_trims_the_oldest(redis_url, gname):
+    gq = GroupQueue(gname, connection=redis_url, keep_completed=2)
+    ids = [gq.add(group_id="k", data={"n": n}).id for n in range(5)]
+    def handler(job: GroupJob) -> int:
+        time.sleep(0.005)                 # finish times (the retention scores) differ
+        return job.data["n"]
+    with GroupWorker(gq, handler):
+        assert gq.wait_for_empty(30)
+    assert gq.get_job_counts()["completed"] == 2
+    assert [gq.get_job(i) is None for i in ids] == [True, True, True, False, False]
+    assert gq.get_job(ids[4]).returnvalue == 4 and gq.get_job(ids[4]).status == "completed"
+    gq.close()
