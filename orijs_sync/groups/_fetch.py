@@ -69,7 +69,7 @@ class Fetcher(Role):
 
     def reserve(self, n: int, preferred: str = "") -> List[GroupJob]:
         replies = self.queue.run_hot("reserve", now_ms(), self.queue.job_timeout_ms, n,
-                                        preferred, self.token, SCAN_LIMIT)
+                                     preferred, self.token, SCAN_LIMIT)
         return [GroupJob.from_reply(reply) for reply in replies]
 
     def loop(self) -> None:
@@ -89,7 +89,7 @@ class Fetcher(Role):
             self.slots.taken(len(jobs))
             self.dispatch(jobs)
 
-    def _block(self) -> "str | None":
+    def _block(self) -> Optional[str]:
         """Block on the ready set until a group is there; returns it (now out of
         ready: the reserve that follows takes it, or leaves it to whatever frees it)."""
         try:
