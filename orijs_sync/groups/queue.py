@@ -125,6 +125,34 @@ class GroupQueue(ConnectionOwner):
                 "completed": completed, "failed": failed, "staged": staged,
                 "groups": len(groups)}
 
+    JOB_STATES = ("active", "waiting", "delayed", "completed", "failed")
+
+    def get_jobs(self, status: str, limit: int = 100) -> List[GroupJob]:
+        """Up to ``limit`` jobs in one state: ``active`` (by deadline), ``waiting``
+        (group by group, each in its order), ``delayed`` (by run time), ``completed``
+        or ``failed`` (newest first)."""
+        if status not in self.JOB_STATES:
+            raise opt.GroupOptionError(f"status must be one of {self.JOB_STATES}, not "
+                                       f"{status!r}")
+        limit = opt.positive_int(limit, "limit")
+        if status == "waiting":
+            ids: List[str] = []
+            for gid in self.get_unique_groups():
+                ids += [str(i) for i in self.client.zrange(self.key("g", gid), 0,
+                                                           limit - len(ids) - 1)]
+                if len(ids) >= limit:
+                    break
+        else:
+            name = {"active": "processing"}.get(status, status)
+            newest_first = status in ("completed", "failed")
+            ids = [str(i) for i in self.client.zrange(self.key(name), 0, limit - 1,
+                                                      desc=newest_first)]
+        pipe = self.client.pipeline(transaction=False)
+        for jid in ids:
+            pipe.hgetall(self.key("job", jid))
+        return [GroupJob.from_hash(jid, raw, status)
+                for jid, raw in zip(ids, pipe.execute()) if raw]
+
     def get_unique_groups(self) -> List[str]:
         """The groups that hold waiting (or delayed) jobs."""
         groups: List[str] = sorted(self.client.smembers(self.key("groups")))  # type: ignore

@@ -211,3 +211,17 @@ def test_queue_made_before_a_fork_adds_from_the_child(gq):
     assert gq.get_job("c").data == {"who": "child"}
     gq.add(group_id="f", data={"who": "parent again"}, job_id="p2")
     assert gq.get_group_job_count("f") == 3
+
+
+def test_get_jobs_by_state(gq):
+    gq.add(group_id="a", data=1, job_id="a1", order_ms=1)
+    gq.add(group_id="a", data=2, job_id="a2", order_ms=2)
+    gq.add(group_id="b", data=3, job_id="b1", delay=60)
+    assert [j.id for j in gq.get_jobs("waiting")] == ["a1", "a2", "b1"]
+    assert [j.id for j in gq.get_jobs("waiting", limit=1)] == ["a1"]
+    assert [(j.id, j.status) for j in gq.get_jobs("delayed")] == [("b1", "delayed")]
+    gq.run_script("reserve", int(time.time() * 1000), 10_000, 5, "", "t", 100)
+    assert [j.id for j in gq.get_jobs("active")] == ["a1"]
+    assert gq.get_jobs("completed") == [] and gq.get_jobs("failed") == []
+    with pytest.raises(GroupOptionError):
+        gq.get_jobs("paused")
