@@ -46,9 +46,12 @@ PEERS: Dict[str, Tuple[str, Optional[str], Optional[str]]] = {
 IMPORT_NAMES = {"orijs": "orijs_sync", "bullmq_py": "bullmq", "huey": "huey", "rq": "rq"}
 
 # case key -> (peer case, label, count, extra args, what "better" means)
-ONLY = {"emit": {"orijs"}}   # cases only some peers have (the OriJS event layer)
+ONLY = {"emit": {"orijs"},   # cases only some peers have (the OriJS event layer)
+        "groups_c16": {"orijs", "node"}}   # per-group FIFO: orijs_sync.groups vs GroupMQ (Node)
+# cases run by other programs than the peer's usual one: case -> (python module, node script)
+GROUP_PEERS = {"groups": ("bench.peers.orijs_groups", "groups.js")}
 FULL_COUNTS = {"seq_add": 5000, "bulk_add": 20000, "process": 20000, "multi": 20000,
-               "rr": 2000, "emit": 2000, "memory": 2000}
+               "rr": 2000, "emit": 2000, "memory": 2000, "groups": 10000}
 
 
 def cases(scale: int) -> List[Tuple[str, str, str, int, List[str]]]:
@@ -63,6 +66,8 @@ def cases(scale: int) -> List[Tuple[str, str, str, int, List[str]]]:
         ("rr", "rr", "request-response", n["rr"], []),
         ("emit", "emit", "OriJS emit().result()", n["rr"], []),
         ("memory", "memory", "bytes per completed job kept", n["memory"], []),
+        ("groups_c16", "groups", "group queue /s, 100 groups, c=16", n["groups"],
+         ["--concurrency", "16", "--groups", "100"]),
     ]
 
 
@@ -79,7 +84,8 @@ def ensure_node() -> Optional[str]:
     npm = shutil.which("npm")
     if not node:
         return "node is not on PATH"
-    if not os.path.isdir(os.path.join(NODE_DIR, "node_modules", "bullmq")):
+    if not all(os.path.isdir(os.path.join(NODE_DIR, "node_modules", package))
+               for package in ("bullmq", "groupmq")):
         if not npm:
             return "npm is not on PATH"
         # `npm install --no-save` installs what package-lock.json pins and leaves it as it
@@ -113,6 +119,8 @@ def versions() -> Dict[str, str]:
     try:
         with open(os.path.join(NODE_DIR, "node_modules", "bullmq", "package.json")) as fh:
             out["node"] = json.load(fh)["version"]
+        with open(os.path.join(NODE_DIR, "node_modules", "groupmq", "package.json")) as fh:
+            out["groupmq"] = json.load(fh)["version"]
         out["nodejs"] = subprocess.run(["node", "--version"], capture_output=True, text=True,
                                        timeout=30).stdout.strip()
     except (OSError, ValueError, KeyError, subprocess.SubprocessError):
@@ -135,10 +143,13 @@ def cpu_model() -> str:
 
 def run_cell(peer: str, case: str, url: str, n: int, extra: List[str],
              timeout: float) -> Dict[str, Any]:
-    module = PEERS[peer][1]
+    module, script = PEERS[peer][1], "bench.js"
+    if case in GROUP_PEERS:
+        module = module and GROUP_PEERS[case][0]
+        script = GROUP_PEERS[case][1]
     args = ["--case", case, "--url", url, "--n", str(n), "--timeout", str(timeout)] + extra
     if module is None:
-        cmd = [shutil.which("node") or "node", os.path.join(NODE_DIR, "bench.js")] + args
+        cmd = [shutil.which("node") or "node", os.path.join(NODE_DIR, script)] + args
     else:
         cmd = [sys.executable, "-m", module] + args
     env = dict(os.environ)
@@ -200,6 +211,7 @@ COLUMNS = [
     ("rr", "p50_ms", "req-resp p50 ms", False),
     ("rr", "p99_ms", "req-resp p99 ms", False),
     ("memory", "bytes_per_job", "bytes/completed job", False),
+    ("groups_c16", "ops_per_s", "group queue /s", True),
 ]
 
 
@@ -250,6 +262,9 @@ def table(results: Dict, peers: List[str]) -> Tuple[str, List[str]]:
                      f"p50 {em['p50_ms']:.2f} ms, p99 {em['p99_ms']:.2f} ms")
     elif em:
         notes.append(f"orijs_sync emit().result(): {em.get('error') or em.get('unsupported')}")
+    if results.get("node", {}).get("groups_c16"):
+        notes.append("group queue /s: orijs_sync.groups (GroupQueue, GroupWorker) beside GroupMQ "
+                     "for Node (npm groupmq, pinned), not BullMQ, in the BullMQ (Node) row")
     for peer in peers:
         note = results.get(peer, {}).get("rr", {}).get("note")
         if note:
@@ -291,6 +306,7 @@ def targets(results: Dict) -> List[str]:
     for case, label in (("process_c16", "processing c=16"), ("bulk_add", "bulk add"),
                         ("seq_add", "sequential add")):
         check(f"{label} vs BullMQ (Node)", ratio(case, "node"), 1)
+    check("group queue (100 groups, c=16) vs GroupMQ (Node)", ratio("groups_c16", "node"), 1)
     check("`emit(...).result()` p50", value(results, "orijs", "emit", "p50_ms"), 1, "ms", lower=True)
     check("`emit(...).result()` p99", value(results, "orijs", "emit", "p99_ms"), 5, "ms", lower=True)
     return lines
@@ -423,7 +439,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         f"- Redis {redis_version} on loopback, started by the run (no persistence), FLUSHALL between cells",
         f"- Python {vers['python']}: orijs_sync {vers.get('orijs')}, bullmq {vers.get('bullmq_py')}, "
         f"huey {vers.get('huey')}, rq {vers.get('rq')}; BullMQ for Node {vers.get('node')} "
-        f"(node {vers.get('nodejs', '?')})",
+        f"(node {vers.get('nodejs', '?')}), GroupMQ for Node {vers.get('groupmq')}",
         f"- counts: {counts}",
         "",
         "Each cell: the figure, then in brackets how many times better orijs_sync is on it",
@@ -448,6 +464,9 @@ def main(argv: Optional[List[str]] = None) -> int:
            "  (concurrency 16) runs in the same process except for RQ.",
            "- emit: the OriJS event layer, `provider.emit(name, payload).result()` sequentially, the",
            "  subscribed handler (a no-op) in the same process.",
+           "- group queue: N no-op jobs over 100 groups pre-filled (untimed); one worker process of",
+           "  concurrency 16 (orijs_sync.groups.GroupWorker / GroupMQ's Worker), timed from its",
+           "  construction to its last completion; per-group order and exclusivity hold on both sides.",
            "- memory: jobs processed and kept (not removed); `MEMORY USAGE ... SAMPLES 0` summed over",
            "  each job's own keys (200 sampled), plus the completed set's memory shared out per job.",
            "",

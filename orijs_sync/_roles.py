@@ -7,6 +7,7 @@ checks Redis during its pause and resumes as soon as Redis answers.
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 from typing import Any, Callable, Optional
@@ -99,3 +100,21 @@ class Periodic(Role):
     def loop(self) -> None:
         self.action()
         self.stop_event.wait(self.interval)
+
+
+def run_until_signalled(start: Callable[[], object], close: Callable[[], object],
+                        stop: threading.Event) -> None:
+    """A component's blocking ``run()``: ``start()``, then wait until SIGINT/SIGTERM
+    (caught only on the main thread) or ``stop`` is set, then ``close()``."""
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    try:
+        start()
+        while not stop.wait(1.0):
+            pass
+    finally:
+        close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

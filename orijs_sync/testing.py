@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -21,7 +22,8 @@ from typing import Callable, Iterator, List, Optional, Sequence
 
 import redis
 
-__all__ = ["RedisServer", "redis_for_tests", "local_redis", "wait_until", "orijs_threads"]
+__all__ = ["RedisServer", "redis_for_tests", "local_redis", "wait_until", "orijs_threads",
+           "stop_processes"]
 
 
 def _free_port() -> int:
@@ -210,6 +212,20 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, what: str =
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+def stop_processes(procs: List["subprocess.Popen[bytes]"], timeout: float = 20.0) -> None:
+    """SIGTERM the test's worker processes still running (a graceful close), wait for
+    them, SIGKILL any that outlive ``timeout``. Only the given processes are touched."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
 
 
 def orijs_threads() -> List[threading.Thread]:

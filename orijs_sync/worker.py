@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import threading
 import time
 import uuid
@@ -18,7 +17,7 @@ from . import options as job_options
 from ._futures import wait_timeout
 from ._locks import LockRenewer, lock_retry_interval
 from ._processing import BackoffStrategy, JobRunner, Outcome
-from ._roles import Periodic, Role, backoff_delay
+from ._roles import Periodic, Role, backoff_delay, run_until_signalled
 from ._util import Seconds, dumps, now_ms
 from .connection import ConnectionLike, as_connection
 from .job import Job
@@ -298,18 +297,8 @@ class Worker:
         grows to ``max_reconnect_delay``; after ``connect_timeout`` seconds (default:
         never) ``errors.TimeoutError`` is raised."""
         timeout = check.seconds(connect_timeout, "connect_timeout")
-        previous = {}
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                previous[sig] = signal.signal(sig, lambda *_: self._shutdown_requested.set())
-        try:
-            if self._start_when_redis_answers(timeout):
-                while not self._shutdown_requested.wait(1.0):
-                    pass
-        finally:
-            self.close()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        run_until_signalled(lambda: self._start_when_redis_answers(timeout), self.close,
+                            self._shutdown_requested)
 
     def _start_when_redis_answers(self, timeout: Optional[float]) -> bool:
         """``start()`` until it succeeds (True) or a shutdown is requested (False)."""

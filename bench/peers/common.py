@@ -210,6 +210,28 @@ class ChildReporter:
         self.r.close()
 
 
+class Completions:
+    """A worker's ``completed`` listener counting completions up to ``n``; ``last`` is
+    the ``perf_counter()`` of the latest."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.count = 0
+        self.last = 0.0
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+
+    def __call__(self, *_: object) -> None:
+        with self._lock:
+            self.count += 1
+            self.last = time.perf_counter()
+            if self.count >= self.n:
+                self._done.set()
+
+    def wait(self, timeout: float) -> bool:
+        return self._done.wait(timeout)
+
+
 def unsupported(why: str) -> Dict:
     return {"unsupported": why}
 

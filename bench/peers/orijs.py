@@ -1,7 +1,6 @@
 """orijs_sync, through its public API (Queue, Worker, QueueEvents, Job)."""
 from __future__ import annotations
 
-import threading
 import time
 
 from orijs_sync import Queue, QueueEvents, Worker
@@ -60,27 +59,17 @@ def bulk_add(args):
 
 
 def run_worker_until(args, n, concurrency):
-    done = threading.Event()
-    lock = threading.Lock()
-    state = {"count": 0, "last": 0.0}
-
-    def on_completed(job, result):
-        with lock:
-            state["count"] += 1
-            state["last"] = time.perf_counter()
-            if state["count"] >= n:
-                done.set()
-
+    completions = common.Completions(n)
     t0 = time.perf_counter()
     worker = Worker(QUEUE, processor, connection=args.url, concurrency=concurrency)
-    worker.on("completed", on_completed)
+    worker.on("completed", completions)
     worker.start()
     try:
-        if not done.wait(args.timeout):
-            raise RuntimeError(f"timed out at {state['count']}/{n}")
+        if not completions.wait(args.timeout):
+            raise RuntimeError(f"timed out at {completions.count}/{n}")
     finally:
         worker.close(timeout=30)
-    return common.rate(state["count"], state["last"] - t0, concurrency=concurrency)
+    return common.rate(completions.count, completions.last - t0, concurrency=concurrency)
 
 
 def process(args):

@@ -9,7 +9,7 @@ import sys
 import time
 from collections import defaultdict
 
-from orijs_sync.testing import wait_until
+from orijs_sync.testing import stop_processes, wait_until
 
 WORKER = """
 import os, sys, time, redis
@@ -53,14 +53,7 @@ def test_kill_9_one_of_three_worker_processes(queue, redis_url, qname, r, tmp_pa
         wait_until(lambda: queue.get_job_counts("completed")["completed"] == n, 90,
                    "every job to complete after the kill")
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_processes(procs)
 
     runs = defaultdict(list)                       # job id -> [(pid, start, end or None)]
     open_runs = {}

@@ -37,6 +37,12 @@ def test_wheel_ships_lua_and_processes_a_job(tmp_path, redis_url, namespace):
         with Worker("pkg-{namespace}", lambda j: j.data["n"] + 1, connection={redis_url!r}):
             print(job.wait_until_finished(ev, timeout=20))
         ev.close()
+        from orijs_sync.groups import GroupQueue, GroupWorker      # lua/groups/ is shipped too
+        gq = GroupQueue("pkg-g-{namespace}", connection={redis_url!r}, keep_completed=1)
+        gjob = gq.add(group_id="g", data={{"n": 1}})
+        with GroupWorker(gq, lambda j: j.data["n"] + 1):
+            assert gq.wait_for_empty(20)
+        print(gq.get_job(gjob.id).returnvalue)
     """))
     out = run([str(py), str(script)], cwd=str(tmp_path))
-    assert out.stdout.strip() == "21"
+    assert out.stdout.split() == ["21", "2"]

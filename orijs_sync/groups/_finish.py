@@ -1,0 +1,111 @@
+"""The group worker's finisher: one thread writing many completions per script call,
+each taking its group's next job for the same slot (complete-and-reserve-next)."""
+from __future__ import annotations
+
+import logging
+import queue as queue_module
+import threading
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
+
+from .._util import dumps, now_ms
+from .job import GroupJob
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .queue import GroupQueue
+
+log = logging.getLogger(__name__)
+
+BATCH = 64              # most completions one script call writes
+
+# (job, handler result, its JSON, started at ms)
+Done = Tuple[GroupJob, Any, str, int]
+
+
+class Finisher:
+    """Owns one thread; ``put`` hands it a finished job, ``stop`` (after every handler
+    thread ended) makes it drain and exit. Callbacks run on its thread:
+    ``on_next(job)`` for a chained next job (the slot stays taken),
+    ``on_done(job, result, ok)`` for each job (``ok`` False when it
+    was no longer this worker's), ``on_free()`` for each slot freed,
+    ``on_error(exc)`` when a call failed (its jobs' slots are freed; the stalled
+    check recovers those jobs)."""
+
+    def __init__(self, queue: "GroupQueue", token: str, chain: Callable[[], bool],
+                 on_next: Callable[[GroupJob], None],
+                 on_done: Callable[[GroupJob, Any, bool], None], on_free: Callable[[], None],
+                 on_error: Callable[[BaseException], None]) -> None:
+        self.queue = queue
+        self.token = token
+        self.chain = chain
+        self.on_next = on_next
+        self.on_done = on_done
+        self.on_free = on_free
+        self.on_error = on_error
+        self._inbox: "queue_module.SimpleQueue[Optional[Done]]" = queue_module.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name=f"orijs-group-finisher-{queue.name}")
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def put(self, done: Done) -> None:
+        self._inbox.put(done)
+
+    def stop(self, timeout: Optional[float]) -> bool:
+        self._inbox.put(None)
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def _take_batch(self) -> Tuple[List[Done], bool]:
+        first = self._inbox.get()
+        if first is None:
+            return [], True
+        batch = [first]
+        while len(batch) < BATCH:
+            try:
+                item = self._inbox.get_nowait()
+            except queue_module.Empty:
+                break
+            if item is None:
+                return batch, True
+            batch.append(item)
+        return batch, False
+
+    def _run(self) -> None:
+        stopping = False
+        while not stopping:
+            batch, stopping = self._take_batch()
+            if not batch:
+                continue
+            try:
+                self._finish(batch)
+            except Exception as exc:  # noqa: BLE001 - the thread must survive any error
+                log.warning("finishing %d group jobs failed: %s", len(batch), exc)
+                self.on_error(exc)
+                for _ in batch:
+                    self.on_free()
+
+    def _finish(self, batch: List[Done]) -> None:
+        q = self.queue
+        now = now_ms()
+        args: List[Any] = [self.token, now, q.job_timeout_ms, q.keep_completed,
+                           "1" if self.chain() else "0"]
+        for job, _, text, started in batch:
+            fields = "" if not q.keep_completed else dumps(
+                ["processedOn", str(started), "finishedOn", str(now), "attempts",
+                 str(job.attempts_made), "maxAttempts", str(job.max_attempts),
+                 "returnvalue", text])
+            args += [job.id, job.group_id, fields]
+        replies = q.run_hot("complete", *args)
+        for (job, result, _, _), reply in zip(batch, replies):
+            if reply == 0:
+                log.warning("group job %s finished after it stopped being ours (stalled and "
+                            "recovered, or removed); its result is dropped", job.id)
+                self.on_done(job, result, False)
+            else:
+                job.status, job.returnvalue, job.finished_on = "completed", result, now
+                self.on_done(job, result, True)
+            if isinstance(reply, list):
+                self.on_next(GroupJob.from_reply(reply))
+            else:
+                self.on_free()

@@ -1,0 +1,240 @@
+"""GroupQueue: a per-group FIFO queue over GroupMQ 1.1's Redis layout
+(``groupmq:{name}:...``), so Node services using GroupMQ share it both ways."""
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any, Dict, List, Optional
+
+from .. import errors
+from .._util import Seconds, loads, now_ms
+from ..connection import ConnectionLike, ConnectionOwner
+from ..scripts import Scripts
+from . import _options as opt
+from . import _repeat
+from .job import GroupJob
+
+log = logging.getLogger(__name__)
+
+
+class GroupQueue(ConnectionOwner):
+    """Jobs in groups: strict order inside a group (by ``order_ms``, then submission),
+    parallel across groups. Thread-safe; share one instance across threads.
+
+    Durations are seconds; Redis holds GroupMQ's milliseconds. ``ordering`` is
+    ``"none"``, ``"scheduler"`` (jobs wait ``ordering_window`` after their
+    ``order_ms`` in Redis before they can run, so late arrivals sort in) or
+    ``"in-memory"`` (a worker holds a fresh job for the window and swaps in any
+    earlier one that arrives meanwhile)."""
+
+    def __init__(self, name: str, connection: ConnectionLike = None, *,
+                 job_timeout: Seconds = 30, max_attempts: int = 3, keep_completed: int = 0,
+                 keep_failed: int = 0, ordering: str = "none",
+                 ordering_window: Optional[Seconds] = None) -> None:
+        if not isinstance(name, str) or not name or name.strip() != name:
+            raise opt.GroupOptionError(f"queue name must be a non-empty string, not {name!r}")
+        self.name = name
+        self.ns = f"groupmq:{name}"
+        self.job_timeout_ms = opt.seconds_ms(job_timeout, "job_timeout", positive=True) or 1
+        self.max_attempts = opt.positive_int(max_attempts, "max_attempts")
+        self.keep_completed = opt.count(keep_completed, "keep_completed")
+        self.keep_failed = opt.count(keep_failed, "keep_failed")
+        self.ordering = ordering
+        self.ordering_window_ms = opt.ordering(ordering, ordering_window)
+        self._use_connection(connection)
+        self.scripts = Scripts(self.client)
+
+    # -- running scripts ---------------------------------------------------------------
+
+    def run_script(self, name: str, *args: Any, client: Any = None) -> Any:
+        return self.scripts.run(f"groups/{name}", [self.ns], args, client=client)
+
+    def run_hot(self, name: str, *args: Any) -> Any:
+        """``run_script`` on the calling thread's own raw connection (for a worker's
+        long-lived threads: no pool checkout, no client layer on the hot path)."""
+        return self.scripts.run_direct(self.connection.direct_connection(), f"groups/{name}",
+                                       [self.ns], args, self.connection.address)
+
+    def key(self, *parts: str) -> str:
+        return ":".join((self.ns,) + parts)
+
+    # -- adding ------------------------------------------------------------------------
+
+    def add(self, *, group_id: Optional[str] = None, data: Any = None,
+            order_ms: Optional[float] = None, max_attempts: Optional[int] = None,
+            job_id: Optional[str] = None, delay: Optional[Seconds] = None, run_at: Any = None,
+            repeat: Optional[Dict[str, Any]] = None) -> GroupJob:
+        """Add a job to ``group_id``; everything is validated before anything is written.
+        With ``repeat`` (``{"every": seconds}`` or ``{"pattern": cron}``) the job runs
+        once per period from the workers' scheduler; the series' placeholder is returned."""
+        gid = opt.group_id(group_id)
+        data_text = opt.data_json(data)
+        order = opt.order_ms(order_ms)
+        attempts = self.max_attempts if max_attempts is None \
+            else opt.positive_int(max_attempts, "max_attempts")
+        jid = opt.job_id(job_id)
+        if repeat is not None:
+            if delay is not None or run_at is not None or jid is not None:
+                raise opt.GroupOptionError("repeat cannot be combined with delay, run_at or "
+                                           "job_id")
+            return _repeat.add(self, gid, data, data_text, order, attempts, opt.repeat(repeat))
+        until = opt.delay_until(delay, run_at)
+        ordering_ms = self.ordering_window_ms if self.ordering == "scheduler" else 0
+        reply = self.run_script("enqueue", gid, data_text, attempts, order, until,
+                                jid or str(uuid.uuid4()), self.keep_completed, now_ms(),
+                                ordering_ms)
+        return GroupJob(id=reply[0], group_id=reply[1], data=loads(reply[2]),
+                        attempts_made=int(reply[3] or 0), max_attempts=int(reply[4] or 1),
+                        timestamp=int(reply[5] or 0), order_ms=int(reply[6] or 0),
+                        status=reply[8] or "unknown")
+
+    # -- reading -----------------------------------------------------------------------
+
+    def get_job(self, job_id: str) -> Optional[GroupJob]:
+        """The job (its state as GroupMQ reports it), or ``None`` when there is none."""
+        jid = opt.job_id(job_id) or ""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hgetall(self.key("job", jid))
+        pipe.zscore(self.key("processing"), jid)
+        pipe.zscore(self.key("delayed"), jid)
+        raw, processing, delayed = pipe.execute()
+        if not raw:
+            return None
+        status = raw.get("status", "unknown")
+        if processing is not None:
+            status = "active"
+        elif delayed is not None:
+            status = "delayed"
+        elif raw.get("groupId") and self.client.zscore(self.key("g", raw["groupId"]), jid) \
+                is not None:
+            status = "waiting"
+        return GroupJob.from_hash(jid, raw, status)
+
+    def get_job_counts(self) -> Dict[str, int]:
+        """``active``, ``waiting`` (jobs in groups, GroupMQ's count), ``delayed``,
+        ``completed``, ``failed``, ``staged``, ``groups`` (groups holding jobs)."""
+        groups = self.get_unique_groups()
+        pipe = self.client.pipeline(transaction=False)
+        for name in ("processing", "delayed", "completed", "failed", "stage"):
+            pipe.zcard(self.key(name))
+        for gid in groups:
+            pipe.zcard(self.key("g", gid))
+        active, delayed, completed, failed, staged, *waiting = pipe.execute()
+        return {"active": active, "waiting": sum(waiting), "delayed": delayed,
+                "completed": completed, "failed": failed, "staged": staged,
+                "groups": len(groups)}
+
+    JOB_STATES = ("active", "waiting", "delayed", "completed", "failed")
+
+    def get_jobs(self, status: str, limit: int = 100) -> List[GroupJob]:
+        """Up to ``limit`` jobs in one state: ``active`` (by deadline), ``waiting``
+        (group by group, each in its order), ``delayed`` (by run time), ``completed``
+        or ``failed`` (newest first)."""
+        if status not in self.JOB_STATES:
+            raise opt.GroupOptionError(f"status must be one of {self.JOB_STATES}, not "
+                                       f"{status!r}")
+        limit = opt.positive_int(limit, "limit")
+        if status == "waiting":
+            ids: List[str] = []
+            for gid in self.get_unique_groups():
+                ids += [str(i) for i in self.client.zrange(self.key("g", gid), 0,
+                                                           limit - len(ids) - 1)]
+                if len(ids) >= limit:
+                    break
+        else:
+            name = {"active": "processing"}.get(status, status)
+            newest_first = status in ("completed", "failed")
+            ids = [str(i) for i in self.client.zrange(self.key(name), 0, limit - 1,
+                                                      desc=newest_first)]
+        pipe = self.client.pipeline(transaction=False)
+        for jid in ids:
+            pipe.hgetall(self.key("job", jid))
+        return [GroupJob.from_hash(jid, raw, status)
+                for jid, raw in zip(ids, pipe.execute()) if raw]
+
+    def get_unique_groups(self) -> List[str]:
+        """The groups that hold waiting (or delayed) jobs."""
+        groups: List[str] = sorted(self.client.smembers(self.key("groups")))  # type: ignore
+        pipe = self.client.pipeline(transaction=False)
+        for gid in groups:
+            pipe.zcard(self.key("g", gid))
+        return [gid for gid, n in zip(groups, pipe.execute()) if n]
+
+    def get_group_job_count(self, group_id: str) -> int:
+        """How many jobs wait in the group (its active job not included)."""
+        return int(self.client.zcard(self.key("g", opt.group_id(group_id))))
+
+    def is_empty(self) -> bool:
+        pipe = self.client.pipeline(transaction=False)
+        for name in ("processing", "delayed", "ready", "stage"):
+            pipe.zcard(self.key(name))
+        if any(pipe.execute()):
+            return False
+        return not self.get_unique_groups()
+
+    def wait_for_empty(self, timeout: Optional[Seconds] = 60) -> bool:
+        """Wait (polling every 0.2 s, as GroupMQ does) until no job is waiting, delayed,
+        staged or active; ``False`` when ``timeout`` seconds passed first."""
+        limit = opt.seconds(timeout, "timeout")
+        deadline = None if limit is None else time.monotonic() + limit
+        while not self.is_empty():
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(0.2)
+        return True
+
+    # -- changing jobs -----------------------------------------------------------------
+
+    def remove(self, job_id: str) -> bool:
+        """Remove a job whatever its state; ``False`` when there was none."""
+        return bool(self.run_script("remove", opt.job_id(job_id) or ""))
+
+    def retry(self, job_id: str) -> None:
+        """Put a failed job back at its place in its group, attempts reset."""
+        self._check(self.run_script("retry_failed", opt.job_id(job_id) or ""), job_id,
+                    "is not failed")
+
+    def change_delay(self, job_id: str, seconds: Seconds) -> None:
+        """Run a waiting or delayed job ``seconds`` from now (0: now)."""
+        delay_ms = opt.seconds_ms(seconds, "seconds") or 0
+        now = now_ms()
+        self._check(self.run_script("change_delay", opt.job_id(job_id) or "",
+                                    now + delay_ms if delay_ms else 0, now),
+                    job_id, "is not waiting or delayed")
+
+    def promote(self, job_id: str) -> None:
+        """Let a delayed job run now."""
+        self.change_delay(job_id, 0)
+
+    def update_data(self, job_id: str, data: Any) -> None:
+        text = opt.data_json(data)
+        self._check(self.run_script("update_data", opt.job_id(job_id) or "", text), job_id, "")
+
+    @staticmethod
+    def _check(code: Any, job_id: str, negative: str) -> None:
+        if code == 0:
+            raise errors.JobNotFound(f"group job {job_id!r} does not exist")
+        if code == -1:
+            raise errors.InvalidStateError(f"group job {job_id!r} {negative}")
+
+    def remove_repeating_job(self, group_id: str, repeat: Dict[str, Any]) -> bool:
+        """Stop a repeating job added with these ``group_id`` and ``repeat`` options."""
+        return _repeat.remove(self, opt.group_id(group_id), opt.repeat(repeat))
+
+    def pause(self) -> None:
+        self.client.set(self.key("paused"), "1")
+
+    def resume(self) -> None:
+        self.client.delete(self.key("paused"))
+
+    def is_paused(self) -> bool:
+        return bool(self.client.exists(self.key("paused")))
+
+    # -- the scheduler's work (the workers run it; callable by hand) -------------------
+
+    def run_scheduler_once(self) -> int:
+        """Promote due delayed and staged jobs and add due runs of repeating jobs;
+        returns how many jobs moved or were added."""
+        delayed, staged, _ = self.run_script("promote_due", now_ms(), 500)
+        return int(delayed) + int(staged) + _repeat.run_due(self, now_ms())

@@ -1,0 +1,321 @@
+"""GroupWorker: runs a GroupQueue's jobs, never two of one group at once.
+
+Threads (each owned and joined by ``close()``): a fetcher reserving jobs for free
+slots (a batch of one job per free group; ``BZPOPMIN`` on the ready set when
+nothing can be taken, so an idle worker never polls), ``concurrency`` handler
+threads, a finisher writing many completions per script call (each taking its
+group's next job for the same slot in that call), a heartbeat extending the
+deadlines of the jobs held, a stalled checker recovering jobs whose worker died
+and groups left out of ready, and a scheduler promoting delayed and staged jobs
+and adding repeating jobs' runs.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import queue as queue_module
+import threading
+import traceback
+import uuid
+from typing import Any, Callable, Dict, List, Optional
+
+from .._roles import Periodic, Role, run_until_signalled
+from .._util import Seconds, dumps, now_ms
+from . import _options as opt
+from ._fetch import Fetcher, Slots
+from ._finish import Finisher
+from .job import GroupJob
+from .queue import GroupQueue
+
+log = logging.getLogger(__name__)
+
+EVENTS = ("completed", "failed", "error", "closed", "stalled")
+Handler = Callable[[GroupJob], Any]
+
+
+class GroupWorker:
+    """Processes ``queue``'s jobs with ``handler(job)``; its return value (JSON) is the
+    job's ``returnvalue``, an exception a failed attempt (retried after ``backoff``
+    while attempts remain, keeping the job's place in its group).
+
+    ``backoff``: ``None`` (GroupMQ's default, 0.5 s doubling up to 30 s), seconds, or
+    a function of the attempt number returning seconds. ``stalled_interval`` is how
+    often (seconds) jobs whose deadline passed are recovered; a job found stalled more
+    than ``max_stalled_count`` times fails."""
+
+    def __init__(self, queue: GroupQueue, handler: Handler, *, concurrency: int = 8,
+                 backoff: Any = None, stalled_interval: Seconds = 30,
+                 max_stalled_count: int = 1, block_timeout: Seconds = 5,
+                 scheduler_interval: Optional[Seconds] = None) -> None:
+        if not isinstance(queue, GroupQueue):
+            raise opt.GroupOptionError(f"queue must be a GroupQueue, not {type(queue).__name__}")
+        if not callable(handler):
+            raise opt.GroupOptionError("handler must be callable")
+        self.queue = queue
+        self.handler = handler
+        self.concurrency = opt.positive_int(concurrency, "concurrency")
+        self._backoff = opt.backoff(backoff)
+        self.stalled_interval = self._seconds(stalled_interval, "stalled_interval")
+        self.max_stalled_count = opt.count(max_stalled_count, "max_stalled_count")
+        self.block_timeout = self._seconds(block_timeout, "block_timeout")
+        window = queue.ordering_window_ms / 1000.0
+        default_tick = min(1.0, window / 4) if queue.ordering == "scheduler" else 1.0
+        self.scheduler_interval = self._seconds(scheduler_interval or default_tick,
+                                                "scheduler_interval")
+        self.heartbeat_interval = min(queue.job_timeout_ms / 3000.0, 10.0)
+        self.token = uuid.uuid4().hex
+        self._listeners: Dict[str, List[Callable[..., None]]] = {name: [] for name in EVENTS}
+        self._lock = threading.Lock()            # guards _held, _current, _state, _listeners
+        self._held: Dict[str, GroupJob] = {}     # reserved by this worker, not finished
+        self._current: Dict[str, "tuple[GroupJob, int]"] = {}   # running: (job, started ms)
+        self._state = "new"
+        self._slots = Slots(self.concurrency)
+        self._jobs: "queue_module.SimpleQueue[Optional[GroupJob]]" = \
+            queue_module.SimpleQueue()
+        self._fetch_stop = threading.Event()
+        self._roles_stop = threading.Event()
+        self._shutdown_requested = threading.Event()
+        self._handlers: List[threading.Thread] = []
+        self._fetcher: Optional[Fetcher] = None
+        self._finisher = Finisher(queue, self.token, lambda: not self._fetch_stop.is_set(),
+                                  self._chained, self._completed, self._slots.release,
+                                  lambda exc: self._emit("error", exc))
+        self._roles: List[Role] = []
+        self._groups_cursor = "0"                # owned by the stalled role's thread
+        self._pid = os.getpid()                  # the process whose threads these are
+
+    @staticmethod
+    def _seconds(value: Seconds, name: str) -> float:
+        if value is None:
+            raise opt.GroupOptionError(f"{name} is required")
+        return opt.seconds(value, name, positive=True) or 0.0
+
+    # -- events ------------------------------------------------------------------------
+
+    def on(self, event: str, fn: Callable[..., None]) -> "GroupWorker":
+        """``completed(job, result)``, ``failed(job, exc)``, ``error(exc)``,
+        ``stalled(job_id, group_id)``, ``closed()``; called on the worker's threads."""
+        if event not in self._listeners:
+            raise opt.GroupOptionError(f"unknown event {event!r}; one of {EVENTS}")
+        with self._lock:
+            self._listeners[event].append(fn)
+        return self
+
+    def _emit(self, event: str, *args: Any) -> None:
+        with self._lock:
+            listeners = list(self._listeners[event])
+        for fn in listeners:
+            try:
+                fn(*args)
+            except Exception:  # noqa: BLE001 - a listener must not break the worker
+                log.exception("group worker %s listener failed", event)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> "GroupWorker":
+        with self._lock:
+            if self._state != "new":
+                return self
+            self._state = "running"
+        name = self.queue.name
+        self._finisher.start()
+        for i in range(self.concurrency):
+            thread = threading.Thread(target=self._handler_loop, daemon=True,
+                                      name=f"orijs-group-handler-{name}-{i}")
+            thread.start()
+            self._handlers.append(thread)
+        self._fetcher = Fetcher(self._fetch_stop, self.queue, self.token, self._slots,
+                                self._dispatch, self.block_timeout)
+        self._roles = [
+            Periodic(self._roles_stop, "group-heartbeat", self.heartbeat_interval,
+                     self._heartbeat),
+            Periodic(self._roles_stop, "group-stalled", self.stalled_interval,
+                     self._check_stalled),
+            Periodic(self._roles_stop, "group-scheduler", self.scheduler_interval,
+                     self._run_scheduler),
+        ]
+        for role in [self._fetcher] + self._roles:
+            role.on_error = lambda exc: self._emit("error", exc)  # type: ignore[method-assign]
+            role.start(f"orijs-{role.name}-{name}")
+        return self
+
+    def run(self) -> None:
+        """Start and block until SIGINT/SIGTERM (or ``close()`` from another thread)."""
+        run_until_signalled(self.start, self.close, self._shutdown_requested)
+
+    def close(self, timeout: Optional[Seconds] = None) -> bool:
+        """Stop taking jobs, let the jobs this worker holds finish (up to ``timeout``
+        seconds), join every thread. Idempotent. ``False`` when jobs were still running
+        at the timeout (no longer heartbeated: the stalled check recovers them)."""
+        limit = opt.seconds(timeout, "timeout")
+        with self._lock:
+            if self._state == "closed":
+                return True
+            started, self._state = self._state != "new", "closed"
+        if os.getpid() != self._pid:
+            # A forked child's copy: its threads and held jobs are the parent's.
+            return True
+        self._shutdown_requested.set()
+        self._fetch_stop.set()
+        finished = True
+        if started:
+            finished = self._stop_threads(limit)
+        self._emit("closed")
+        return finished
+
+    def _stop_threads(self, limit: Optional[float]) -> bool:
+        """Fetcher first; then the held jobs finish (no more chaining), then the handler
+        threads and the finisher end, then the roles (heartbeats ran until now)."""
+        assert self._fetcher is not None
+        self._slots.wake()
+        self._fetcher.interrupt()
+        self._fetcher.join(limit)
+        finished = self._slots.wait_all_free(self.concurrency, limit)
+        for _ in self._handlers:
+            self._jobs.put(None)
+        finished = all([self._join(thread, limit) for thread in self._handlers]) and finished
+        finished = self._finisher.stop(limit) and finished
+        self._roles_stop.set()
+        for role in self._roles:
+            role.join(limit)
+        self._fetcher.close()
+        return finished
+
+    @staticmethod
+    def _join(thread: threading.Thread, limit: Optional[float]) -> bool:
+        thread.join(limit)
+        return not thread.is_alive()
+
+    def __enter__(self) -> "GroupWorker":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def get_current_jobs(self) -> List[Dict[str, Any]]:
+        """The jobs running now: ``{"job": GroupJob, "processing_time": seconds}``."""
+        now = now_ms()
+        with self._lock:
+            return [{"job": job, "processing_time": (now - started) / 1000.0}
+                    for job, started in self._current.values()]
+
+    # -- jobs --------------------------------------------------------------------------
+
+    def _dispatch(self, jobs: List[GroupJob]) -> None:
+        with self._lock:
+            for job in jobs:
+                self._held[job.id] = job
+        for job in jobs:
+            self._jobs.put(job)
+
+    def _handler_loop(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            try:
+                handed_over = self._process(job)
+            except Exception as exc:  # noqa: BLE001 - Redis failed; the thread must live on
+                log.warning("group job %s: %s (the stalled check recovers it)", job.id, exc)
+                self._forget(job.id)
+                self._emit("error", exc)
+                handed_over = False
+            if not handed_over:
+                self._slots.release()
+
+    def _process(self, job: GroupJob) -> bool:
+        """Run one job; True when its outcome went to the finisher (which then frees
+        the slot or hands it the group's next job)."""
+        if self.queue.ordering == "in-memory":
+            job = self._hold_for_order(job)
+        started = now_ms()
+        with self._lock:
+            self._current[job.id] = (job, started)
+        try:
+            result = self.handler(job)
+            text = dumps(result, f"return value of group job {job.id}")
+        except Exception as exc:  # noqa: BLE001 - the handler's failure is the job's
+            self._forget(job.id)
+            self._fail(job, exc, started)
+            return False
+        with self._lock:
+            self._current.pop(job.id, None)
+        self._finisher.put((job, result, text, started))
+        return True
+
+    def _forget(self, job_id: str) -> None:
+        with self._lock:
+            self._current.pop(job_id, None)
+            self._held.pop(job_id, None)
+
+    def _completed(self, job: GroupJob, result: Any, ok: bool) -> None:
+        self._forget(job.id)
+        if ok:
+            self._emit("completed", job, result)
+
+    def _chained(self, job: GroupJob) -> None:
+        with self._lock:
+            self._held[job.id] = job
+        self._jobs.put(job)
+
+    def _fail(self, job: GroupJob, exc: BaseException, started: int) -> None:
+        q = self.queue
+        now = now_ms()
+        backoff_ms = int(max(0.0, float(self._backoff(job.attempts_made + 1))) * 1000)
+        stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        reply = q.run_script("fail", job.id, job.group_id, self.token, now, backoff_ms,
+                             q.keep_failed, str(exc), type(exc).__name__, stack, started)
+        if not reply[0]:
+            log.warning("group job %s failed after it stopped being ours", job.id)
+            return
+        job.status = "failed" if reply[0] == "failed" else "delayed" if backoff_ms else "waiting"
+        job.attempts_made, job.failed_reason, job.stacktrace = int(reply[1]), str(exc), stack
+        self._emit("failed", job, exc)
+
+    def _hold_for_order(self, job: GroupJob) -> GroupJob:
+        """Ordering "in-memory": hold a fresh job until its ordering window closed, then
+        run instead any earlier job of its group that arrived meanwhile."""
+        q = self.queue
+        while True:
+            wait_ms = job.order_ms + q.ordering_window_ms - now_ms()
+            if wait_ms > 0:
+                self._roles_stop.wait(min(wait_ms, q.ordering_window_ms) / 1000.0)
+            reply = q.run_script("reorder", job.id, job.group_id, self.token, now_ms(),
+                                 q.job_timeout_ms)
+            if not reply:
+                return job
+            earlier = GroupJob.from_reply(reply)
+            with self._lock:
+                self._held.pop(job.id, None)
+                self._held[earlier.id] = earlier
+            job = earlier
+
+    # -- background roles --------------------------------------------------------------
+
+    def _heartbeat(self) -> None:
+        with self._lock:
+            ids = list(self._held)
+        if not ids:
+            return
+        lost = self.queue.run_script("heartbeat", now_ms(), self.queue.job_timeout_ms,
+                                     self.token, *ids)
+        for job_id in lost:
+            with self._lock:
+                still_held = job_id in self._held
+            if still_held:
+                log.warning("group job %s is no longer this worker's (stalled, recovered "
+                            "or removed)", job_id)
+
+    def _run_scheduler(self) -> None:
+        self.queue.run_scheduler_once()
+
+    def _check_stalled(self) -> None:
+        """Recover expired jobs, then walk a slice of the groups for ones left out of
+        ready (a cursor over the groups set, one slice per interval)."""
+        cursor, _ = self.queue.run_script("recover_groups", self._groups_cursor, 200)
+        self._groups_cursor = str(cursor)
+        reply = self.queue.run_script("stalled", now_ms(), 0, self.max_stalled_count, 100)
+        for i in range(0, len(reply), 3):
+            job_id, group_id, action = reply[i:i + 3]
+            log.warning("group job %s of group %s stalled: %s", job_id, group_id, action)
+            self._emit("stalled", job_id, group_id)

@@ -1,0 +1,136 @@
+#!/usr/bin/env node
+/*
+ * The Node GroupMQ side of orijs_sync's group queue interop tests.
+ *
+ *   node groupmq_driver.js <command> '<json args>'
+ *
+ * Prints one JSON line on stdout: {"ok": true, "result": ...} (exit 0) or
+ * {"ok": false, "error": "...", "stack": "..."} (exit 1; 2 on the overall timeout).
+ *
+ * Common args: url (redis URL), namespace, timeout (seconds, overall guard; default 30),
+ * queueOpts (extra GroupMQ Queue options: jobTimeoutMs, maxAttempts, keepCompleted...).
+ *
+ * Commands:
+ *   add    {jobs: [{groupId, data, orderMs?, jobId?, maxAttempts?, delay?}]} -> [job.toJSON()]
+ *   getJob {id}                                                     -> job.toJSON() | null
+ *   counts {}                                                       -> queue.getJobCounts()
+ *   work   {concurrency, log?, sleepMs?, readyFile?, until: "empty" | number,
+ *           workerOpts?}
+ *          Runs a Worker. Its handler RPUSHes "start|id|group|n|node" and "end|..." to the
+ *          list `log` (n = data.n), sleeps sleepMs, throws Error(data.message) when
+ *          data.fail is true and attempts < data.failTimes (default: always), else
+ *          returns {"echo": data, "by": "node"}. Stops when the queue is empty (after
+ *          doing at least one job) or after `until` jobs completed.
+ *          -> {completed: [ids], failed: [ids]}
+ */
+'use strict';
+
+const fs = require('fs');
+const IORedis = require('ioredis');
+const { Queue, Worker } = require('groupmq');
+
+let finished = false;
+
+function emit(payload, code) {
+  if (finished) return;
+  finished = true;
+  process.stdout.write(JSON.stringify(payload) + '\n', () => process.exit(code));
+  setTimeout(() => process.exit(code), 2000).unref();
+}
+
+function fail(err, code = 1) {
+  emit({ ok: false, error: err && err.message ? err.message : String(err),
+         stack: err && err.stack ? String(err.stack) : null }, code);
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function makeQueue(args) {
+  const redis = new IORedis(args.url, { maxRetriesPerRequest: null });
+  return new Queue({ redis, namespace: args.namespace, ...(args.queueOpts || {}) });
+}
+
+async function add(args) {
+  const queue = makeQueue(args);
+  const out = [];
+  for (const job of args.jobs) {
+    out.push((await queue.add(job)).toJSON());
+  }
+  await queue.close();
+  return out;
+}
+
+async function getJob(args) {
+  const queue = makeQueue(args);
+  try {
+    return (await queue.getJob(args.id)).toJSON();
+  } catch (err) {
+    return null;
+  } finally {
+    await queue.close();
+  }
+}
+
+async function counts(args) {
+  const queue = makeQueue(args);
+  const result = await queue.getJobCounts();
+  await queue.close();
+  return result;
+}
+
+async function work(args) {
+  const queue = makeQueue(args);
+  const logClient = new IORedis(args.url);
+  const completed = [];
+  const failed = [];
+  const record = (kind, job) => args.log
+    ? logClient.rpush(args.log, [kind, job.id, job.groupId, job.data && job.data.n, 'node'].join('|'))
+    : Promise.resolve();
+  const worker = new Worker({
+    queue,
+    concurrency: args.concurrency || 1,
+    backoff: () => 50,
+    blockingTimeoutSec: 1,
+    ...(args.workerOpts || {}),
+    handler: async (job) => {
+      await record('start', job);
+      if (args.sleepMs) await sleep(args.sleepMs);
+      const data = job.data || {};
+      const failing = data.fail && (data.failTimes === undefined || job.attempts < data.failTimes);
+      await record('end', job);
+      if (failing) throw new Error(data.message || 'node failed');
+      return { echo: data, by: 'node' };
+    },
+  });
+  worker.on('completed', (job) => completed.push(job.id));
+  worker.on('failed', (job) => failed.push(job.id));
+  worker.on('error', () => {});
+  if (args.readyFile) fs.writeFileSync(args.readyFile, 'ready');
+  for (;;) {
+    await sleep(100);
+    if (typeof args.until === 'number') {
+      if (completed.length >= args.until) break;
+    } else if (completed.length + failed.length > 0 && (await queue.waitForEmpty(1))) {
+      break;
+    }
+  }
+  await worker.close(5000);
+  await logClient.quit();
+  await queue.close();
+  return { completed, failed };
+}
+
+const COMMANDS = { add, getJob, counts, work };
+
+async function main() {
+  const [command, raw] = process.argv.slice(2);
+  const args = raw ? JSON.parse(raw) : {};
+  const handler = COMMANDS[command];
+  if (!handler) throw new Error(`unknown command ${command}`);
+  const guard = setTimeout(() => fail(new Error(`timed out after ${args.timeout || 30} s`), 2),
+                           (args.timeout || 30) * 1000);
+  guard.unref();
+  emit({ ok: true, result: await handler(args) }, 0);
+}
+
+main().catch((err) => fail(err));
