@@ -13,11 +13,11 @@ from .._util import Seconds, dumps, now_ms, to_seconds
 ORDERING_METHODS = ("none", "scheduler", "in-memory")
 
 
-class GroupOptionError(errors.OrijsError, ValueError):
+class GroupOptionError(errors.InvalidArgument):
     """A bad option of a group queue call (nothing was written)."""
 
 
-class GroupDataError(errors.OrijsError, TypeError):
+class GroupDataError(errors.InvalidArgumentType):
     """Job data that JSON cannot hold (nothing was written)."""
 
 

@@ -75,7 +75,7 @@ def test_bad_input_raises_and_writes_nothing(gq, r, kwargs, error):
 def test_bad_durations_raise_library_errors(gq):
     with pytest.raises(GroupOptionError):
         gq.wait_for_empty(-1)
-    with pytest.raises(GroupOptionError):
+    with pytest.raises(errors.InvalidArgumentType, match="seconds"):
         gq.change_delay("x", "soon")
     with pytest.raises(GroupOptionError):
         GroupWorker(gq, print, stalled_interval=0)
