@@ -60,7 +60,8 @@ class UnrecoverableError(Exception):
 
 
 class RateLimitError(Exception):
-    """Raised by ``Worker.rate_limit()`` inside a handler; the job goes back to wait."""
+    """Raise it from a handler after calling ``worker.rate_limit(seconds)``: the job goes
+    back to wait with no attempt counted. The library never raises it itself."""
 
 
 class DelayedError(Exception):
