@@ -163,9 +163,8 @@ def encode(options: Mapping[str, Any], *, known_backoffs: Optional[set] = None) 
         elif name == "deduplication":
             opts["de"] = _deduplication(value)
         elif name in ("remove_on_complete", "remove_on_fail"):
-            kept = _keep(value, name)
-            if kept is not False:
-                opts[_CAMEL[name]] = kept
+            # Stored even when False: a job's own setting wins over the worker's (BullMQ).
+            opts[_CAMEL[name]] = _keep(value, name)
         elif name == "timestamp":
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 raise ValueError(f"timestamp must be a number of ms since the epoch, got {value!r}")
