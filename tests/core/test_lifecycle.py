@@ -280,3 +280,23 @@ def test_a_jobs_own_remove_options_win_over_the_workers_even_false(queue, redis_
     assert queue.get_job_state(kept_failed.id) == "failed"
     assert not r.exists(queue.keys.job(dropped_failed.id))
     assert queue.get_job(kept.id).opts["removeOnComplete"] is False   # stored as Node stores it
+
+
+def test_unknown_backoff_strategy_fails_the_job_at_once_naming_it(queue, redis_url, qname):
+    """A strategy registered only elsewhere (say in a Node worker): the job must not stay
+    in active until stall recovery; it fails now, the reason naming the strategy."""
+    calls, errors_seen = [], []
+
+    def boom(job):
+        calls.append(job.attempts_made)
+        raise RuntimeError("card declined")
+
+    job = queue.add("f", {}, attempts=3, backoff={"type": "node-only", "delay": 0.01})
+    worker = Worker(qname, boom, connection=redis_url, stalled_interval=0.5)
+    worker.on("error", errors_seen.append)
+    with worker:
+        wait_until(lambda: queue.get_job_state(job.id) == "failed", 20)
+    final = queue.get_job(job.id)
+    assert "node-only" in final.failed_reason and "card declined" in final.failed_reason
+    assert calls == [0] and final.attempts_made == 1
+    assert any("node-only" in str(e) for e in errors_seen)
