@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from concurrent.futures import Future
 
 import pytest
@@ -267,3 +268,23 @@ def test_standalone_scheduled_event_manager(redis_url, namespace):
     finally:
         worker.close(timeout=10)
         manager.stop()
+
+
+def test_stop_settles_futures_whose_handler_finished_though_the_events_thread_lags(
+        bullmq_provider):
+    """Item 3: the result is in Redis when stop() closes the tracker; a busy events thread
+    has not read it yet. stop() lets it catch up instead of failing the Future."""
+    provider = bullmq_provider()
+    done = threading.Event()
+
+    def handler(message):
+        done.set()
+        return "finished"
+
+    provider.subscribe("lagging", handler)
+    provider.completion_tracker.queue_events.on_event(
+        lambda ev: time.sleep(2) if ev.event == "active" else None)   # a slow listener
+    sub = provider.emit("lagging", {})
+    assert done.wait(10)
+    provider.stop(timeout=10)
+    assert sub.result(timeout=1) == "finished"
