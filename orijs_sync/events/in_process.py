@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
 
 from .. import errors
+from .._pools import deadline_of, shutdown_pools
 from .._timer import Timer, TimerHandle
 from .._util import Seconds, dumps, to_seconds
 from . import context
@@ -112,18 +113,21 @@ class InProcessEventProvider:
         return self
 
     def stop(self, timeout: Optional[float] = None) -> None:
-        """Handlers first (running ones finish; ``timeout`` is accepted for interface
-        parity, thread pools have none), then pending futures fail with ``ShutdownError``,
-        then schedules and the timer thread. Idempotent."""
+        """Handlers first (running ones finish, waited for up to ``timeout`` seconds; past
+        it a warning names the events whose handlers still run), then pending futures
+        fail with ``ShutdownError``, then schedules and the timer thread. Idempotent."""
+        deadline = deadline_of(timeout)
         with self._lock:
             if self._state != "started":
                 self._state = "stopped"
                 return
             self._state = "stopped"
-            executors = [executor for _, executor in self._handlers.values()]
+            executors = {name: executor for name, (_, executor) in self._handlers.items()}
             self._handlers.clear()
-        for executor in executors:
-            executor.shutdown(wait=True, cancel_futures=True)
+        busy = shutdown_pools(executors, deadline)
+        if busy:
+            self._log.warning("InProcessEventProvider stopped after %ss with handlers still "
+                              "running for: %s", timeout, ", ".join(busy))
         with self._lock:
             waiters = [sub for jobs in self._jobs.values() for job in jobs.values()
                        for sub, _ in job.waiters]

@@ -3,6 +3,7 @@ BullMQEventProvider on real Redis (the ``make_provider`` fixture is parametrized
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from concurrent.futures import CancelledError, Future
 
@@ -442,3 +443,27 @@ def test_metrics_hooks(make_provider):
     (name, job_id, duration), = metrics.completed
     assert (name, job_id) == ("measured", ok.job_id) and duration >= 0
     assert metrics.failed[0][0] == "measured.fail" and metrics.failed[0][2] == "bad"
+
+
+def test_stop_honours_its_timeout_and_names_what_still_runs(make_provider, caplog):
+    """Item 7: stop(timeout=1) returns at the deadline although a handler still runs."""
+    release, started = threading.Event(), threading.Event()
+
+    def stuck(message):
+        started.set()
+        return release.wait(60) and "released"
+
+    provider = make_provider()
+    provider.subscribe("stuck", stuck)
+    sub = provider.emit("stuck", {}, timeout=0)
+    try:
+        assert started.wait(10)
+        began = time.monotonic()
+        provider.stop(timeout=1)
+        took = time.monotonic() - began
+        assert took < 30, f"stop(timeout=1) took {took:.1f}s"
+        assert "still" in caplog.text and "stuck" in caplog.text
+        with pytest.raises(errors.ShutdownError):
+            sub.result(timeout=10)
+    finally:
+        release.set()
