@@ -21,6 +21,14 @@ ConnectionLike = Union[str, Mapping[str, Any], redis.Redis, "RedisConnection", N
 _REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
 
+def translate(exc: redis.exceptions.RedisError, address: str) -> errors.OrijsError:
+    """The library's error for a redis-py one (which the caller keeps as ``__cause__``):
+    every error a public call raises derives from :class:`errors.OrijsError`."""
+    if isinstance(exc, _REDIS_ERRORS):
+        return errors.ConnectionError(f"Redis at {address} failed: {exc}")
+    return errors.RedisError(f"Redis at {address} answered: {exc}")
+
+
 def _address(kwargs: Mapping[str, Any]) -> str:
     if kwargs.get("path"):
         return f"unix://{kwargs['path']}"
@@ -33,20 +41,23 @@ class _TranslatingPipeline(Pipeline):
     def execute(self, raise_on_error: bool = True) -> Any:
         try:
             return super().execute(raise_on_error)
-        except _REDIS_ERRORS as exc:
-            raise errors.ConnectionError(f"Redis at {self.address} failed: {exc}") from exc
+        except redis.exceptions.RedisError as exc:
+            raise translate(exc, self.address) from exc
 
 
 class Client(redis.Redis):
-    """A ``redis.Redis`` whose connection failures raise :class:`errors.ConnectionError`."""
+    """A ``redis.Redis`` whose errors are the library's: connection failures raise
+    :class:`errors.ConnectionError`, error replies :class:`errors.RedisError`."""
 
     address = "?"
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
         try:
             return super().execute_command(*args, **options)
-        except _REDIS_ERRORS as exc:
-            raise errors.ConnectionError(f"Redis at {self.address} failed: {exc}") from exc
+        except redis.exceptions.NoScriptError:
+            raise     # redis-py's Script loads the script and runs it again (scripts.py)
+        except redis.exceptions.RedisError as exc:
+            raise translate(exc, self.address) from exc
 
     def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Pipeline:
         pipe = _TranslatingPipeline(self.connection_pool, self.response_callbacks,

@@ -18,6 +18,11 @@ class ConnectionError(OrijsError, builtins.ConnectionError):  # noqa: A001 - del
     """Redis could not be reached; the message names the address."""
 
 
+class RedisError(OrijsError):
+    """Redis answered with an error (WRONGTYPE, NOPERM, OOM, a script's error...) or
+    redis-py refused the command; the original redis-py exception is ``__cause__``."""
+
+
 class TimeoutError(OrijsError, builtins.TimeoutError):  # noqa: A001 - deliberate shadow
     """A wait ran past its timeout."""
 
