@@ -20,6 +20,12 @@ ConnectionLike = Union[str, Mapping[str, Any], redis.Redis, "RedisConnection", N
 
 _REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
+# Seconds an ordinary call may wait for Redis's answer, unless the connection options set
+# ``socket_timeout``: a Redis that keeps the connection open but stops answering must not
+# hang a thread for ever. Blocking calls get their block time plus a margin instead.
+DEFAULT_SOCKET_TIMEOUT = 10.0
+BLOCKING_MARGIN = 5.0
+
 
 def translate(exc: redis.exceptions.RedisError, address: str) -> errors.OrijsError:
     """The library's error for a redis-py one (which the caller keeps as ``__cause__``):
@@ -110,6 +116,8 @@ class RedisConnection:
 
     def _make_client(self, kwargs: Dict[str, Any]) -> Client:
         kwargs["decode_responses"] = True
+        if kwargs.get("socket_timeout") is None:
+            kwargs["socket_timeout"] = DEFAULT_SOCKET_TIMEOUT
         kwargs.setdefault("socket_connect_timeout", 5)
         kwargs.setdefault("health_check_interval", 30)
         max_connections = kwargs.pop("max_connections", None)
@@ -125,8 +133,8 @@ class RedisConnection:
         a longer block short)."""
         kwargs = dict(self._kwargs, max_connections=1)
         timeout = kwargs.get("socket_timeout")
-        if timeout is None or timeout < longest_block + 5:
-            kwargs["socket_timeout"] = longest_block + 5
+        if timeout is None or timeout < longest_block + BLOCKING_MARGIN:
+            kwargs["socket_timeout"] = longest_block + BLOCKING_MARGIN
         return BlockingClient(self._make_client(kwargs))
 
     def direct_connection(self) -> redis.connection.AbstractConnection:
