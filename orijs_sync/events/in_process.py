@@ -20,7 +20,8 @@ from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
 from .. import errors
 from .._pools import deadline_of, shutdown_pools
 from .._timer import Timer, TimerHandle
-from .._util import Seconds, dumps, to_seconds
+from .._util import Seconds, dumps, now_ms, to_seconds
+from ..job_scheduler import cron_next_millis
 from . import context
 from .completion_tracker import DEFAULT_TIMEOUT
 from .message import EventMessage, validate_event_name
@@ -332,8 +333,11 @@ class InProcessEventProvider:
         validate_event_name(event_name)
         seconds = validate_schedule(schedule_id, cron, every)
         message = EventMessage.create(event_name, payload, meta)
+        # As BullMQ's job schedulers: an "every" series runs at once, cron at its next time.
+        now = now_ms()
+        next_run = now if cron is None else _cron_next(cron, now)
         info = ScheduleInfo(event_name, schedule_id, event_name, cron=cron, every=seconds,
-                            payload=payload, meta=dict(message.meta))
+                            payload=payload, meta=dict(message.meta), next_run=next_run)
         entry = _Schedule(info, json.loads(message.to_json()))
         with self._lock:
             self._check_started()
@@ -341,8 +345,7 @@ class InProcessEventProvider:
             if old is not None:
                 self._timer.cancel(old.timer)
             self._schedules[(event_name, schedule_id)] = entry
-            # As BullMQ's job schedulers: an "every" series runs at once, cron at its next time.
-            first = 0.0 if info.every is not None else self._next_delay(info)
+            first = max(next_run - now_ms(), 0) / 1000.0
             entry.timer = self._timer.call_later(first, lambda: self._fire(entry))
         return info
 
@@ -350,9 +353,9 @@ class InProcessEventProvider:
     def _next_delay(info: ScheduleInfo) -> float:
         if info.every is not None:
             return info.every
-        from croniter import croniter
-        now = time.time()
-        return max(0.0, float(croniter(info.cron, now).get_next(float)) - now)
+        assert info.cron is not None
+        now = now_ms()
+        return max(_cron_next(info.cron, now) - now, 0) / 1000.0
 
     def _fire(self, entry: _Schedule) -> None:
         info = entry.info
@@ -389,3 +392,10 @@ class InProcessEventProvider:
                      "idempotency_records": len(self._finished)}
         sizes["timers"] = self._timer.heap_size
         return sizes
+
+
+def _cron_next(pattern: str, after_ms: int) -> int:
+    """The next run of a cron schedule, read as the job schedulers (and BullMQ) read it."""
+    millis = cron_next_millis(pattern, after_ms)
+    assert millis is not None    # no end date here
+    return millis

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from datetime import datetime
 from concurrent.futures import CancelledError, Future
 
 import pytest
@@ -389,10 +390,25 @@ def test_schedule_every_delivers_envelopes(make_provider):
 
 def test_schedule_cron_is_accepted_and_removed(make_provider):
     provider = make_provider()
+    before = int(time.time() * 1000)
     info = provider.schedule_event("report.hourly", schedule_id="hourly", cron="0 * * * *",
                                    payload={})
     assert info.cron == "0 * * * *" and info.schedule_id == "hourly"
+    at = datetime.fromtimestamp(info.next_run / 1000)     # local time, as cron reads it
+    assert before < info.next_run <= before + 3_600_000 and (at.minute, at.second) == (0, 0)
     assert provider.unschedule_event("report.hourly", "hourly") is True
+
+
+def test_six_field_cron_reads_seconds_first_as_bullmq(make_provider):
+    """Item 11: "30 5 * * * *" is second 30 of minute 5 of every hour (cron-parser's
+    reading), not minute 30 of hour 5, in both providers."""
+    provider = make_provider()
+    before = int(time.time() * 1000)
+    info = provider.schedule_event("report.odd", schedule_id="odd", cron="30 5 * * * *")
+    at = datetime.fromtimestamp(info.next_run / 1000)
+    assert before < info.next_run <= before + 3_600_000
+    assert (at.minute, at.second) == (5, 30)
+    assert provider.unschedule_event("report.odd", "odd") is True
 
 
 @pytest.mark.parametrize("kwargs, match", [
