@@ -151,8 +151,8 @@ class QueueEvents:
         with self._lock:
             while self._seen_generation < generation and not self._stop.is_set():
                 tailer.interrupt()
-                if time.monotonic() > deadline:
-                    log.warning("QueueEvents: the events thread did not pick up a new queue")
+                if time.monotonic() > deadline:   # busy (a slow listener, a Redis outage):
+                    log.debug("QueueEvents: the events thread reads the new queue when free")
                     return
                 self._changed.wait(0.02)
 
@@ -312,7 +312,7 @@ class QueueEvents:
     def _current_run(self, queue: Any, job_id: str) -> Tuple[str, Any, Any, Tuple[int, int]]:
         """The job's state, returnvalue and failedReason, and the events stream's last id,
         read atomically (MULTI): a finish of the current run is written after that id."""
-        pipe = self.client.pipeline(transaction=True)
+        pipe = queue.client.pipeline(transaction=True)
         queue.scripts.get("getState")(keys=[queue.keys.base], args=[job_id], client=pipe)
         pipe.hmget(queue.keys.job(job_id), "returnvalue", "failedReason")
         pipe.xrevrange(queue.keys.events, count=1)
