@@ -304,7 +304,8 @@ class BullMQWorkflowProvider(ProviderBase):
 
 def _close_all(workers: List[Worker], deadline: Optional[float]) -> List[str]:
     """Close workers side by side (each close waits for its running jobs until the
-    deadline); returns the names of the workers that still had running jobs."""
+    deadline); returns the names of the workers that still had running jobs, or were
+    still closing at the deadline."""
     busy: List[str] = []
     lock = threading.Lock()    # guards busy
 
@@ -319,4 +320,5 @@ def _close_all(workers: List[Worker], deadline: Optional[float]) -> List[str]:
         thread.start()
     late = join_threads(threads, deadline)
     with lock:
-        return sorted(set(busy) | {name[len("close-"):] for name in late})
+        closing = {f"{name[len('close-'):]} (closing)" for name in late}
+        return sorted(set(busy) | closing)
