@@ -110,3 +110,23 @@ def test_a_worker_on_a_frozen_redis_stops_its_threads(monkeypatch, qname):
         release.set()
         os.kill(pid, signal.SIGCONT)
         server.stop()
+
+
+def test_close_without_timeout_returns_when_redis_freezes_under_an_idle_worker(monkeypatch,
+                                                                             qname):
+    """The stalled checker (every 0.3 s here) is caught in a call when Redis freezes:
+    close(timeout=None) must not join it for ever."""
+    monkeypatch.setattr(connection, "DEFAULT_SOCKET_TIMEOUT", 1.0)
+    server = RedisServer().start()
+    pid = server._proc.pid
+    try:
+        no_timeout = redis.Redis.from_url(server.url, socket_timeout=None)
+        worker = Worker(qname, lambda job: None, connection=no_timeout, stalled_interval=0.3,
+                        drain_delay=0.5).start()
+        time.sleep(0.5)
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(1.0)                 # the checker's next call is waiting for Redis
+        assert _outcome_of(lambda: worker.close(timeout=None)) is True
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        server.stop()
