@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from typing import Any, Callable, Dict, Mapping, Optional
 
 from .. import errors
+from .._pools import deadline_of, remaining
 from .._util import Seconds, to_seconds
 from ..job import Job
 from . import context
@@ -94,13 +94,13 @@ class BullMQEventProvider:
                 self._state = "stopped"
                 return
             self._state = "stopped"
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = deadline_of(timeout)
         try:
             self.queue_manager.stop(timeout=timeout)
         finally:
             try:   # outcomes the workers wrote before closing still settle their futures
-                left = 5.0 if deadline is None else max(deadline - time.monotonic(), 0.0)
-                self.completion_tracker.stop(settle_timeout=min(left, 5.0))
+                left = remaining(deadline)
+                self.completion_tracker.stop(settle_timeout=5.0 if left is None else min(left, 5.0))
             finally:
                 self.scheduled_event_manager.stop()
 
