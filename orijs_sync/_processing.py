@@ -151,17 +151,36 @@ class JobRunner:
 
     def failure(self, job: Job, exc: BaseException) -> Optional[Outcome]:
         """A failed attempt: retried now (returns None) or failed for good (an Outcome)."""
+        delay: Optional[int] = None
+        if self._should_retry(job, exc):
+            try:
+                delay = compute_backoff(job.opts.get("backoff"), job.attempts_made + 1, exc, job,
+                                        self.w.backoff_strategies)
+            except Exception as backoff_exc:  # noqa: BLE001 - unknown or failing strategy
+                exc = self._backoff_failed(job, exc, backoff_exc)
         reason, stack = error_fields(job, exc)
         job.failed_reason, job.stacktrace = reason, stack
         fields = ["failedReason", reason, "stacktrace", dumps(stack)]
-        if self._should_retry(job, exc):
-            delay = compute_backoff(job.opts.get("backoff"), job.attempts_made + 1, exc, job,
-                                    self.w.backoff_strategies)
-            if delay is not None:
-                self._retry(job, delay, fields)
-                self.w._emit("failed", job, exc)
-                return None
+        if delay is not None:
+            self._retry(job, delay, fields)
+            self.w._emit("failed", job, exc)
+            return None
         return Outcome(job, "failed", reason, fields, exc)
+
+    def _backoff_failed(self, job: Job, exc: BaseException,
+                        backoff_exc: BaseException) -> BaseException:
+        """No delay could be computed (a strategy this worker does not know, or one that
+        raised): the job is to fail at once, its reason naming the strategy, rather than
+        stay in active until stall recovery fails it as "stalled". (BullMQ emits
+        ``error`` and leaves the job to stall; failing now gives the real reason.)"""
+        kind = (job.opts.get("backoff") or {}).get("type")
+        failure = errors.UnrecoverableError(
+            f"backoff strategy {kind!r} failed: {backoff_exc} (the attempt failed with: "
+            f"{str(exc) or type(exc).__name__})")
+        failure.__cause__ = exc
+        log.error("job %s of %s: %s", job.id, self.keys.queue_key, failure)
+        self.w._emit("error", backoff_exc)
+        return failure
 
     @staticmethod
     def _should_retry(job: Job, exc: BaseException) -> bool:

@@ -80,6 +80,9 @@ class Role:
     def interrupt(self) -> None:
         """Cut a blocking call short; the stop event is already set."""
 
+    def is_current_thread(self) -> bool:
+        return self._thread is threading.current_thread()
+
     def join(self, timeout: Optional[float] = None) -> bool:
         if self._thread is None:
             return True

@@ -39,8 +39,10 @@ def _print(value: Any) -> None:
 
 
 def _counts(args: argparse.Namespace, queue: Queue) -> int:
-    _print({**queue.get_job_counts(), "paused": queue.is_paused()}
-           if args.with_state else queue.get_job_counts())
+    counts: dict = dict(queue.get_job_counts())
+    if args.with_state:
+        counts["is_paused"] = queue.is_paused()   # beside the "paused" count, not over it
+    _print(counts)
     return 0
 
 

@@ -38,6 +38,22 @@ _SSL_OPTIONS = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile", "ssl_cert_reqs", 
                 "ssl_ca_data", "ssl_check_hostname", "ssl_password", "ssl_min_version",
                 "ssl_ciphers")
 
+# Seconds an ordinary call may wait for Redis's answer, unless the connection options set
+# ``socket_timeout``: a Redis that keeps the connection open but stops answering must not
+# hang a thread for ever. Blocking calls get their block time plus a margin instead.
+DEFAULT_SOCKET_TIMEOUT = 10.0
+BLOCKING_MARGIN = 5.0
+
+
+def translate(exc: redis.exceptions.RedisError, address: str) -> errors.OrijsError:
+    """The library's error for a redis-py one (which the caller keeps as ``__cause__``):
+    every error a public call raises derives from :class:`errors.OrijsError`."""
+    if isinstance(exc, _REDIS_ERRORS):
+        return errors.ConnectionError(f"Redis at {address} failed: {exc}")
+    if isinstance(exc, redis.exceptions.NoPermissionError):
+        return refused(exc, address)
+    return errors.RedisError(f"Redis at {address} answered: {exc}")
+
 
 def _address(kwargs: Mapping[str, Any]) -> str:
     """``[user@]host:port/db`` (the user when credentials are given: ``default`` for a
@@ -64,14 +80,13 @@ class _TranslatingPipeline(Pipeline):
     def execute(self, raise_on_error: bool = True) -> Any:
         try:
             return super().execute(raise_on_error)
-        except _REDIS_ERRORS as exc:
-            raise errors.ConnectionError(f"Redis at {self.address} failed: {exc}") from exc
-        except redis.exceptions.NoPermissionError as exc:
-            raise refused(exc, self.address) from exc
+        except redis.exceptions.RedisError as exc:
+            raise translate(exc, self.address) from exc
 
 
 class Client(redis.Redis):
-    """A ``redis.Redis`` whose connection failures raise :class:`errors.ConnectionError`."""
+    """A ``redis.Redis`` whose errors are the library's: connection failures raise
+    :class:`errors.ConnectionError`, error replies :class:`errors.RedisError`."""
 
     address = "?"
     make_pool: Callable[[], redis.ConnectionPool]     # a new pool of the same options
@@ -79,10 +94,10 @@ class Client(redis.Redis):
     def execute_command(self, *args: Any, **options: Any) -> Any:
         try:
             return super().execute_command(*args, **options)
-        except _REDIS_ERRORS as exc:
-            raise errors.ConnectionError(f"Redis at {self.address} failed: {exc}") from exc
-        except redis.exceptions.NoPermissionError as exc:
-            raise refused(exc, self.address) from exc
+        except redis.exceptions.NoScriptError:
+            raise     # redis-py's Script loads the script and runs it again (scripts.py)
+        except redis.exceptions.RedisError as exc:
+            raise translate(exc, self.address) from exc
 
     def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Pipeline:
         pipe = _TranslatingPipeline(self.connection_pool, self.response_callbacks,
@@ -161,6 +176,8 @@ class RedisConnection:
 
     def _make_client(self, kwargs: Dict[str, Any]) -> Client:
         kwargs["decode_responses"] = True
+        if kwargs.get("socket_timeout") is None:
+            kwargs["socket_timeout"] = DEFAULT_SOCKET_TIMEOUT
         kwargs.setdefault("socket_connect_timeout", 5)
         kwargs.setdefault("health_check_interval", 30)
         max_connections = kwargs.pop("max_connections", None)
@@ -181,8 +198,8 @@ class RedisConnection:
         a longer block short)."""
         kwargs = dict(self._kwargs, max_connections=1)
         timeout = kwargs.get("socket_timeout")
-        if timeout is None or timeout < longest_block + 5:
-            kwargs["socket_timeout"] = longest_block + 5
+        if timeout is None or timeout < longest_block + BLOCKING_MARGIN:
+            kwargs["socket_timeout"] = longest_block + BLOCKING_MARGIN
         return BlockingClient(self._make_client(kwargs))
 
     def direct_connection(self) -> redis.connection.AbstractConnection:

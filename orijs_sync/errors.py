@@ -18,7 +18,12 @@ class ConnectionError(OrijsError, builtins.ConnectionError):  # noqa: A001 - del
     """Redis could not be reached; the message names the address."""
 
 
-class PermissionDenied(OrijsError, builtins.PermissionError):
+class RedisError(OrijsError):
+    """Redis answered with an error (WRONGTYPE, NOPERM, OOM, a script's error...) or
+    redis-py refused the command; the original redis-py exception is ``__cause__``."""
+
+
+class PermissionDenied(RedisError, builtins.PermissionError):
     """Redis refused a command to the connection's ACL user (NOPERM); the message names
     the address, the user and the command."""
 
@@ -103,7 +108,8 @@ class UnrecoverableError(Exception):
 
 
 class RateLimitError(Exception):
-    """Raised by ``Worker.rate_limit()`` inside a handler; the job goes back to wait."""
+    """Raise it from a handler after calling ``worker.rate_limit(seconds)``: the job goes
+    back to wait with no attempt counted. The library never raises it itself."""
 
 
 class DelayedError(Exception):

@@ -10,8 +10,9 @@ A node is a dict::
 As BullMQ does, every node gets its id before anything is written (``opts["job_id"]``
 or a random UUID), parents are added first, in ``waiting-children``, and each child
 carries ``parent = {id, queue}`` and joins the parent's ``:dependencies`` set; the
-whole tree (or every tree of ``add_bulk``) is one MULTI/EXEC transaction. Adding a
-tree whose ids exist already adds nothing new.
+whole tree (or every tree of ``add_bulk``) is one script call that checks every node
+before it writes any: a refused node adds nothing of the flow.
+Adding a tree whose ids exist already adds nothing new.
 
 The root may itself be attached to an existing job with ``opts["parent"]``: a Job,
 or ``{"id": ..., "queue": "{prefix}:{queue}"}`` (BullMQ's form). A handler uses this
@@ -32,6 +33,7 @@ from ._job_flow import PARENT_FLAGS, attach_to_parent, children_keys, parent_lin
 from .connection import ConnectionLike, ConnectionOwner, RedisConnection
 from .job import Job
 from .queue import AddCall, Queue, check_add_result
+from .scripts import Scripts
 
 NODE_KEYS = {"name", "queue_name", "data", "opts", "children", "prefix"}
 
@@ -72,6 +74,7 @@ class FlowProducer(ConnectionOwner):
         self.prefix = prefix
         self._queue_class = queue_class
         self._use_connection(connection)
+        self.scripts = Scripts(self.client)
         self._queues: Dict[Tuple[str, str], Queue] = {}
         self._lock = threading.Lock()
         _fork.track(self)
@@ -109,10 +112,7 @@ class FlowProducer(ConnectionOwner):
         ordered: List[_Planned] = []
         for plan in plans:
             self._flatten(plan, ordered)
-        pipe = self.client.pipeline(transaction=True)
-        for planned in ordered:
-            planned.call.run(planned.queue.scripts, client=pipe)
-        results = [reply[0] for reply in pipe.execute()]   # addJob answers a list per call
+        results = self._write(ordered)
         ids = {}
         for planned, result in zip(ordered, results):
             what = f"flow job {planned.call.name!r} ({planned.queue.name}:{planned.job_id})"
@@ -120,6 +120,25 @@ class FlowProducer(ConnectionOwner):
                 what += f" with parent {planned.parent_key}"
             ids[id(planned)] = check_add_result(result, what)[0]
         return [self._node(plan, ids) for plan in plans]
+
+    def _write(self, ordered: List[_Planned]) -> List[Any]:
+        """Every node in one ``addFlow`` script call: all checked, then all written, so a
+        refused node (a missing parent, an id held under another parent) adds nothing."""
+        keys: List[str] = []
+        args: List[Any] = [len(ordered)]
+        for planned in ordered:
+            k = planned.queue.keys
+            keys += [k.meta, k.id, k.events]
+            args += [k.base, *planned.call.args]
+        reply = self.scripts.run("addFlow", keys, args)
+        if reply and isinstance(reply[0], int):
+            code, index = reply
+            planned = ordered[index - 1]
+            what = f"flow job {planned.call.name!r} ({planned.queue.name}:{planned.job_id})"
+            if planned.parent_key:
+                what += f" with parent {planned.parent_key}"
+            check_add_result(code, what + "; nothing of the flow was added")
+        return list(reply)
 
     def _flatten(self, plan: _Planned, out: List[_Planned]) -> None:
         out.append(plan)  # parents before their children

@@ -146,9 +146,8 @@ def _encode_one(name: str, value: Any, opts: Dict[str, Any]) -> None:
     elif name == "deduplication":
         opts["de"] = _deduplication(value)
     elif name in _CAMEL:
-        kept = _keep(value, name)
-        if kept is not False:
-            opts[_CAMEL[name]] = kept
+        # Stored even when False: a job's own setting wins over the worker's (BullMQ).
+        opts[_CAMEL[name]] = _keep(value, name)
     elif name == "timestamp":
         opts["timestamp"] = int(check.number(value, "timestamp", minimum=0,
                                              maximum=check.MAX_INT))

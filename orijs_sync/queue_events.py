@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -66,7 +67,7 @@ class _Tailer(Role):
         self.blocking.take_interrupt()
         streams = self.owner._stream_positions()
         if not streams:
-            self.stop_event.wait(self.owner.block_timeout)
+            self.owner._wait_for_queues()
             return
         try:
             reply = self.blocking.client.xread(streams, block=int(self.owner.block_timeout * 1000),
@@ -111,11 +112,16 @@ class QueueEvents:
         self.client = self.connection.client
         self.block_timeout = block_timeout
         self._last_event_id = last_event_id
-        self._lock = threading.Lock()   # guards _streams, _listeners, _waiters
+        self._lock = threading.Lock()   # guards _streams, _listeners, _waiters, _generation...
+        self._changed = threading.Condition(self._lock)   # streams added, positions advanced
         self._streams: Dict[str, Tuple[str, str]] = {}        # stream key -> (queue, last id)
+        self._generation = 0        # bumped by add_queue; the tailer notes what it has read
+        self._seen_generation = 0
         self._listeners: Dict[str, List[Callable[..., Any]]] = {}
         self._raw_listeners: List[Callable[[QueueEvent], Any]] = []
-        self._waiters: Dict[Tuple[str, str], List[Future]] = {}
+        # (queue, job id) -> [(future, stream id at registration)]: only outcomes written
+        # after that id belong to the run the waiter is waiting for.
+        self._waiters: Dict[Tuple[str, str], List[Tuple[Future, Tuple[int, int]]]] = {}
         # Outcomes seen lately, for waits that start after their job finished (and was
         # perhaps removed on completion): bounded, oldest dropped first.
         self._recent: "OrderedDict[Tuple[str, str], QueueEvent]" = OrderedDict()
@@ -161,8 +167,33 @@ class QueueEvents:
         start = self._start_id(key)
         with self._lock:
             self._streams.setdefault(key, (name, start))
-        if self._tailer is not None:
-            self._tailer.interrupt()   # its XREAD in progress does not cover the new stream
+            self._generation += 1
+            generation = self._generation
+            self._changed.notify_all()
+        self._wake_tailer(generation)
+
+    def _wake_tailer(self, generation: int) -> None:
+        """Interrupt the tailer until it has read the streams of ``generation``: its XREAD
+        in progress (or about to start) does not cover the new stream. Bounded; never
+        from the tailer's own thread (a listener adding a queue)."""
+        tailer = self._tailer
+        if tailer is None or tailer.is_current_thread():
+            return
+        deadline = time.monotonic() + max(2.0, self.block_timeout)
+        with self._lock:
+            while self._seen_generation < generation and not self._stop.is_set():
+                tailer.interrupt()
+                if time.monotonic() > deadline:   # busy (a slow listener, a Redis outage):
+                    log.debug("QueueEvents: the events thread reads the new queue when free")
+                    return
+                self._changed.wait(0.02)
+
+    def _wait_for_queues(self) -> None:
+        """Tailer with nothing to watch: sleep until a queue is added (or stop)."""
+        with self._lock:
+            seen = self._seen_generation
+            self._changed.wait_for(lambda: self._generation != seen or self._stop.is_set(),
+                                   self.block_timeout)
 
     def remove_queue(self, name: str) -> None:
         with self._lock:
@@ -175,7 +206,34 @@ class QueueEvents:
 
     def _stream_positions(self) -> Dict[str, str]:
         with self._lock:
+            self._seen_generation = self._generation
+            self._changed.notify_all()
             return {key: last for key, (_, last) in self._streams.items()}
+
+    def catch_up(self, timeout: float) -> bool:
+        """Wait (up to ``timeout`` seconds) until every event written so far to the
+        watched streams has been delivered; False at the timeout."""
+        with self._lock:
+            keys = list(self._streams)
+        pipe = self.client.pipeline(transaction=False)
+        for key in keys:
+            pipe.xrevrange(key, count=1)
+        targets = {key: _stream_id(last[0][0]) for key, last in zip(keys, pipe.execute())
+                   if last}
+        deadline = time.monotonic() + timeout
+
+        def reached() -> bool:
+            return all(key not in self._streams
+                       or _stream_id(self._streams[key][1]) >= target
+                       for key, target in targets.items())
+
+        with self._lock:
+            while not reached():
+                left = deadline - time.monotonic()
+                if left <= 0 or self._stop.is_set() or self._tailer is None:
+                    return False
+                self._changed.wait(min(left, 0.1))
+        return True
 
     # -- listeners ---------------------------------------------------------
     def on(self, event: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -207,6 +265,7 @@ class QueueEvents:
             if queue is None:
                 return
             self._streams[stream] = (queue, entry_id)
+            self._changed.notify_all()
             listeners = list(self._listeners.get(flat.get("event", ""), ()))
             raw = list(self._raw_listeners)
         ev = QueueEvent(queue, flat.get("event", ""), flat.get("jobId"), flat, entry_id)
@@ -228,8 +287,13 @@ class QueueEvents:
     # -- waiting for one job -----------------------------------------------
     def _settle_waiters(self, ev: QueueEvent) -> None:
         key = (ev.queue, ev.job_id or "")
+        written = _stream_id(ev.id)
         with self._lock:
-            futures = self._waiters.pop(key, [])
+            waiting = self._waiters.pop(key, [])
+            futures = [fut for fut, floor in waiting if written > floor]
+            earlier_run = [(fut, floor) for fut, floor in waiting if written <= floor]
+            if earlier_run:     # this outcome was written before they began waiting
+                self._waiters[key] = earlier_run
             self._recent[key] = ev
             self._recent.move_to_end(key)
             while len(self._recent) > self._recent_max:
@@ -248,7 +312,10 @@ class QueueEvents:
             self._forget(queue.name, job_id, fut)
 
     def job_future(self, queue: Any, job_id: str) -> "Future[Any]":
-        """A future settled when the job finishes (already settled if it has)."""
+        """A future settled when the job's current run finishes (already settled if it
+        has). Redis answers first: a remembered outcome is used only for a job whose hash
+        is gone (removed on finishing), so a retried job or a reused id never gets the
+        outcome of an earlier run."""
         if self._closed:
             raise errors.ShutdownError("QueueEvents is closed")
         if not all(hasattr(queue, a) for a in ("name", "keys", "client", "get_job_state")):
@@ -258,30 +325,45 @@ class QueueEvents:
             raise errors.InvalidArgument(f"QueueEvents does not watch queue {queue.name!r}")
         self.resume_after_fork()
         fut: "Future[Any]" = Future()
+        key = (queue.name, str(job_id))
+        with self._lock:   # registered first, deaf until it knows which run it waits for
+            self._waiters.setdefault(key, []).append((fut, _UNKNOWN_RUN))
+        state, returnvalue, failed_reason, floor = self._current_run(queue, str(job_id))
         with self._lock:
-            seen = self._recent.get((queue.name, str(job_id)))
-            if seen is None:
-                self._waiters.setdefault((queue.name, str(job_id)), []).append(fut)
-        if seen is not None:
-            _settle_from_event(fut, seen)
-            return fut
-        # The job may have finished before we registered: look once in Redis.
-        fields = queue.client.hmget(queue.keys.job(job_id), "finishedOn", "returnvalue",
-                                    "failedReason")
-        state = queue.get_job_state(job_id) if fields[0] else None
-        if state == "completed":
-            settle(fut, result=loads(fields[1]))
+            seen = self._recent.get(key)
+            for i, (waiting, _) in enumerate(self._waiters.get(key, ())):
+                if waiting is fut:   # outcomes written up to ``floor`` are earlier runs'
+                    self._waiters[key][i] = (fut, floor)
+        if seen is not None and _stream_id(seen.id) > floor:
+            _settle_from_event(fut, seen)      # delivered while the run was being read
+        elif state == "completed":
+            settle(fut, result=loads(returnvalue))
         elif state == "failed":
-            settle(fut, exc=errors.JobFailed(fields[2] or "", str(job_id)))
+            settle(fut, exc=errors.JobFailed(failed_reason or "", str(job_id)))
+        elif state == "unknown" and seen is not None:
+            _settle_from_event(fut, seen)
+        if fut.done():
+            self._forget(queue.name, str(job_id), fut)
         return fut
+
+    def _current_run(self, queue: Any, job_id: str) -> Tuple[str, Any, Any, Tuple[int, int]]:
+        """The job's state, returnvalue and failedReason, and the events stream's last id,
+        read atomically (MULTI): a finish of the current run is written after that id."""
+        pipe = queue.client.pipeline(transaction=True)
+        queue.scripts.get("getState")(keys=[queue.keys.base], args=[job_id], client=pipe)
+        pipe.hmget(queue.keys.job(job_id), "returnvalue", "failedReason")
+        pipe.xrevrange(queue.keys.events, count=1)
+        state, (returnvalue, failed_reason), last = pipe.execute()
+        return str(state), returnvalue, failed_reason, _stream_id(last[0][0] if last else "0-0")
 
     def _forget(self, queue: str, job_id: str, fut: "Future[Any]") -> None:
         with self._lock:
-            futures = self._waiters.get((queue, str(job_id)))
-            if futures and fut in futures:
-                futures.remove(fut)
-                if not futures:
-                    del self._waiters[(queue, str(job_id))]
+            key = (queue, str(job_id))
+            left = [w for w in self._waiters.get(key, ()) if w[0] is not fut]
+            if left:
+                self._waiters[key] = left
+            else:
+                self._waiters.pop(key, None)
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> "QueueEvents":
@@ -303,6 +385,8 @@ class QueueEvents:
             return
         self._closed = True
         self._stop.set()
+        with self._lock:
+            self._changed.notify_all()
         if self._tailer is not None:
             self._tailer.interrupt()
             while not self._tailer.join(0.2):
@@ -311,7 +395,7 @@ class QueueEvents:
         with self._lock:
             waiters, self._waiters = self._waiters, {}
         for futures in waiters.values():
-            for fut in futures:
+            for fut, _ in futures:
                 settle(fut, exc=errors.ShutdownError("QueueEvents closed"))
         if self._owns_connection:
             self.connection.close()
@@ -321,6 +405,15 @@ class QueueEvents:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_UNKNOWN_RUN = (2 ** 63, 0)   # above every stream id
+
+
+def _stream_id(entry_id: str) -> Tuple[int, int]:
+    """A stream entry id ``"ms-seq"`` as a comparable pair."""
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
 
 
 def _settle_from_event(fut: "Future[Any]", ev: QueueEvent) -> None:

@@ -16,8 +16,8 @@ from typing import Any, Dict, Optional, Sequence
 
 import redis
 
-from . import _fork, errors
-from .connection import refused
+from . import _fork
+from .connection import translate
 
 _INCLUDE = re.compile(r'^---\s*@include\s+"([\w/-]+)"\s*$', re.MULTILINE)
 
@@ -73,7 +73,11 @@ class Scripts:
 
     def run(self, name: str, keys: Sequence[Any], args: Sequence[Any],
             client: Optional[Any] = None) -> Any:
-        return self.get(name)(keys=list(keys), args=list(args), client=client or self._client)
+        try:
+            return self.get(name)(keys=list(keys), args=list(args),
+                                  client=client or self._client)
+        except redis.exceptions.RedisError as exc:   # e.g. NOSCRIPT once more after loading
+            raise translate(exc, getattr(client or self._client, "address", "?")) from exc
 
     def run_direct(self, conn: Any, name: str, keys: Sequence[Any], args: Sequence[Any],
                    address: str) -> Any:
@@ -94,9 +98,9 @@ class Scripts:
                 return conn.read_response()
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
             conn.disconnect()
-            raise errors.ConnectionError(f"Redis at {address} failed: {exc}") from exc
-        except redis.exceptions.NoPermissionError as exc:
-            raise refused(exc, address) from exc
+            raise translate(exc, address) from exc
+        except redis.exceptions.RedisError as exc:   # an error reply: the connection is fine
+            raise translate(exc, address) from exc
 
 
 def _send(conn: Any, command: Sequence[Any]) -> None:

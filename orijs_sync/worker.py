@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 Processor = Callable[[Job], Any]
 MAX_BLOCK = 3600.0   # longest block on the marker key
+_handling = threading.local()    # .worker: the Worker whose handler this thread runs
 LISTENER_EVENTS = ("active", "completed", "failed", "error", "stalled", "drained", "closed")
 
 
@@ -197,6 +198,7 @@ class Worker:
         self._shutdown_requested = threading.Event()
         self._forked_from: Optional[int] = None
         _fork.track(self)
+        self._closer: Optional[threading.Thread] = None    # close() called from a handler
         if autorun:
             self.start()
 
@@ -330,8 +332,35 @@ class Worker:
     def close(self, timeout: Optional[float] = None) -> bool:
         """Stop fetching, let active jobs finish (up to ``timeout`` seconds), join every
         thread. Idempotent. Returns False if active jobs were still running at the timeout
-        (their locks are no longer renewed: another worker takes them over when they stall)."""
+        (their locks are no longer renewed: another worker takes them over when they stall).
+
+        From inside one of this worker's handlers, close() cannot wait for the calling job:
+        it stops fetching and returns False at once; a closer thread finishes closing
+        (the calling job's outcome written first) once the handler returns."""
         timeout = wait_timeout(timeout)
+        if getattr(_handling, "worker", None) is self:
+            return self._close_from_handler(timeout)
+        closed = self._close(timeout)
+        with self._cv:
+            closer = self._closer
+        if closer is not None and closer is not threading.current_thread():
+            closer.join(None if closed else 0)
+        return closed
+
+    def _close_from_handler(self, timeout: Optional[float]) -> bool:
+        with self._cv:
+            start = self._closer is None and self._state in ("new", "running")
+            if start:
+                self._fetch_stop.set()          # no new job from now on
+                self._closer = threading.Thread(target=self._close, args=(timeout,),
+                                                name=f"orijs-closer-{self.name}", daemon=True)
+            closer = self._closer
+        if start and closer is not None:
+            log.info("worker %s: close() from a handler; closing once it returns", self.name)
+            closer.start()
+        return False
+
+    def _close(self, timeout: Optional[float]) -> bool:
         with self._cv:
             if self._state in ("closing", "closed"):
                 state = self._state
@@ -472,11 +501,14 @@ class Worker:
         delayed...) frees its slot."""
         while job is not None:
             outcome = None
+            _handling.worker = self       # close() from the handler must not wait for it
             try:
                 outcome = self._runner.process(job)
             except Exception:  # noqa: BLE001 - e.g. Redis down while retrying: the job will stall
                 log.exception("worker %s: unexpected error while processing job %s",
                               self.name, job.id)
+            finally:
+                _handling.worker = None
             if outcome is None:
                 with self._cv:
                     self._forget(job)
@@ -524,7 +556,7 @@ class Worker:
             del self._active[job.id]
 
     def _fetch_next_allowed(self) -> bool:
-        return self._state == "running" and not self._paused
+        return self._state == "running" and not self._paused and not self._fetch_stop.is_set()
 
     # -- stalled checks (lock renewal: _locks.LockRenewer) ------------------
     def _check_stalled(self) -> None:

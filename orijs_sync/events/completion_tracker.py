@@ -111,9 +111,21 @@ class CompletionTracker:
             self._queue_events = qe
         return self
 
-    def stop(self) -> None:
-        """Fail every pending completion with ``ShutdownError``, clear the maps, then
-        close the events thread and the timer thread (both joined). Idempotent."""
+    def stop(self, settle_timeout: float = 5.0) -> None:
+        """Let outcomes already written to the events streams settle their futures (up to
+        ``settle_timeout`` seconds: the events thread may lag), then fail every pending
+        completion with ``ShutdownError``, clear the maps, and close the events thread
+        and the timer thread (both joined). Idempotent."""
+        with self._lock:
+            if self._stopped:
+                return
+            qe = self._queue_events
+            pending = any(self._pending.values())
+        if qe is not None and pending and settle_timeout > 0:
+            try:
+                qe.catch_up(settle_timeout)
+            except errors.OrijsError as exc:   # Redis gone: nothing more will settle
+                self._log.warning("CompletionTracker: reading the last outcomes failed: %s", exc)
         with self._lock:
             if self._stopped:
                 return

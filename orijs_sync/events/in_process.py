@@ -20,8 +20,10 @@ from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
 from .. import _validate as check
 from .. import errors
 from .._futures import no_result
+from .._pools import deadline_of, shutdown_pools
 from .._timer import Timer, TimerHandle
-from .._util import Seconds, dumps, run_logged, to_seconds
+from .._util import Seconds, dumps, now_ms, run_logged, to_seconds
+from ..job_scheduler import cron_next_millis
 from . import context
 from .completion_tracker import DEFAULT_TIMEOUT
 from .message import EventMessage, validate_event_name
@@ -122,24 +124,27 @@ class InProcessEventProvider:
         return self
 
     def stop(self, timeout: Optional[float] = None) -> None:
-        """Handlers first (running ones finish; ``timeout`` is accepted for interface
-        parity, thread pools have none), then pending futures fail with ``ShutdownError``,
-        then schedules and the timer thread. Idempotent."""
-        executors: List[ThreadPoolExecutor] = []
+        """Handlers first (running ones finish, waited for up to ``timeout`` seconds; past
+        it a warning names the events whose handlers still run), then pending futures
+        fail with ``ShutdownError``, then schedules and the timer thread. Idempotent. A provider stopped
+        before it started fails its parked emits and stays startable."""
+        deadline = deadline_of(timeout)
         with self._lock:
             state = self._state
             if state == "new":              # never started: its emits fail, it stays startable
                 waiters = self._drop_jobs()
             elif state == "started":
                 self._state = "stopped"
-                executors = [executor for _, executor in self._handlers.values()]
+                executors = {name: executor for name, (_, executor) in self._handlers.items()}
                 self._handlers.clear()
         if state == "new":
             _fail(waiters, errors.ShutdownError("the event provider stopped before it started"))
         if state != "started":
             return
-        for executor in executors:
-            executor.shutdown(wait=True, cancel_futures=True)
+        busy = shutdown_pools(executors, deadline)
+        if busy:
+            self._log.warning("InProcessEventProvider stopped after %ss with handlers still "
+                              "running for: %s", timeout, ", ".join(busy))
         with self._lock:
             waiters = self._drop_jobs()
             self._finished.clear()
@@ -360,8 +365,11 @@ class InProcessEventProvider:
         validate_event_name(event_name)
         seconds = validate_schedule(schedule_id, cron, every)
         message = EventMessage.create(event_name, payload, meta)
+        # As BullMQ's job schedulers: an "every" series runs at once, cron at its next time.
+        now = now_ms()
+        next_run = now if cron is None else _cron_next(cron, now)
         info = ScheduleInfo(event_name, schedule_id, event_name, cron=cron, every=seconds,
-                            payload=payload, meta=dict(message.meta))
+                            payload=payload, meta=dict(message.meta), next_run=next_run)
         entry = _Schedule(info, json.loads(message.to_json()))
         with self._lock:
             self._refuse_if_stopped()             # before start(): fires once started
@@ -369,8 +377,7 @@ class InProcessEventProvider:
             if old is not None:
                 self._timer.cancel(old.timer)
             self._schedules[(event_name, schedule_id)] = entry
-            # As BullMQ's job schedulers: an "every" series runs at once, cron at its next time.
-            first = 0.0 if info.every is not None else self._next_delay(info)
+            first = max(next_run - now_ms(), 0) / 1000.0
             entry.timer = self._timer.call_later(first, lambda: self._fire(entry))
         return info
 
@@ -378,9 +385,9 @@ class InProcessEventProvider:
     def _next_delay(info: ScheduleInfo) -> float:
         if info.every is not None:
             return info.every
-        from croniter import croniter
-        now = time.time()
-        return max(0.0, float(croniter(info.cron, now).get_next(float)) - now)
+        assert info.cron is not None
+        now = now_ms()
+        return max(_cron_next(info.cron, now) - now, 0) / 1000.0
 
     def _fire(self, entry: _Schedule) -> None:
         info = entry.info
@@ -424,3 +431,10 @@ class InProcessEventProvider:
 def _fail(subs: List[EventSubscription], exc: BaseException) -> None:
     for sub in subs:
         sub._reject(exc)
+
+
+def _cron_next(pattern: str, after_ms: int) -> int:
+    """The next run of a cron schedule, read as the job schedulers (and BullMQ) read it."""
+    millis = cron_next_millis(pattern, after_ms)
+    assert millis is not None    # no end date here
+    return millis

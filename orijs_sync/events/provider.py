@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from .. import _fork, errors
 from .. import _validate as check
+from .._pools import deadline_of, remaining
 from .._util import Seconds, to_seconds
 from ..job import Job
 from . import context
@@ -123,11 +124,13 @@ class BullMQEventProvider:
                 fail(shutdown)
         if state != "started":
             return
+        deadline = deadline_of(timeout)
         try:
             self.queue_manager.stop(timeout=timeout)
         finally:
-            try:
-                self.completion_tracker.stop()
+            try:   # outcomes the workers wrote before closing still settle their futures
+                left = remaining(deadline)
+                self.completion_tracker.stop(settle_timeout=5.0 if left is None else min(left, 5.0))
             finally:
                 self.scheduled_event_manager.stop()
 

@@ -11,11 +11,12 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Mapping, Optional, Protocol, Tuple, Type, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple, Type, Union
 
 from .. import _fork, errors
 from .. import _validate as check
 from .. import options as job_options
+from .._pools import deadline_of, remaining
 from ..job import Job
 from ..queue import Queue
 from ..worker import Worker
@@ -216,21 +217,22 @@ class QueueManager:
 
     # -- shutdown ----------------------------------------------------------
     def stop(self, timeout: Optional[float] = None) -> None:
-        """Close the workers first (active jobs finish, up to ``timeout`` seconds each),
-        then the queues. Idempotent."""
+        """Close every worker created here, of whatever ``worker_class`` (active jobs
+        finish, all within ``timeout`` seconds), then the queues. Idempotent."""
+        deadline = deadline_of(timeout)
         with self._lock:
             if self._stopped:
                 return
             self._stopped = True
-            workers = [w for w in self._workers.values() if isinstance(w, Worker)]
+            workers: List[Any] = [w for w in self._workers.values() if w is not _PENDING]
             queues = list(self._queues.values())
             self._workers.clear()
             self._queues.clear()
         for worker in workers:
             try:
-                if not worker.close(timeout=timeout):
+                if worker.close(timeout=remaining(deadline)) is False:
                     self._log.warning("worker %s still had active jobs after %ss",
-                                      worker.name, timeout)
+                                      getattr(worker, "name", worker), timeout)
             except Exception:  # noqa: BLE001 - close the others anyway
                 self._log.exception("closing worker %r failed", worker)
         for queue in queues:

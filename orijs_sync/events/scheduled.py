@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Mapping, Optional, Type
 from .. import _fork, errors
 from .. import _validate as check
 from .._util import Seconds, to_seconds
+from ..job_scheduler import validate_pattern
 from ..queue import Queue
 from .message import EVENT_JOB_NAME, EventMessage, validate_event_name
 from .queue_manager import QueueManager
@@ -35,6 +36,7 @@ class ScheduleInfo:
     every: Optional[float] = None    # seconds
     payload: Any = None
     meta: Dict[str, Any] = field(default_factory=dict)
+    next_run: Optional[int] = None   # ms since the epoch of the next run, when known
 
 
 def validate_schedule(schedule_id: Any, cron: Optional[str],
@@ -48,16 +50,10 @@ def validate_schedule(schedule_id: Any, cron: Optional[str],
         raise errors.InvalidArgument("a schedule needs cron='...' or every=seconds")
     if cron is not None:
         check.string(cron, "cron")
-        fields = cron.split()
-        if len(fields) not in (5, 6):
-            check.bad_value("cron", cron, "must have 5 fields (or 6 with seconds)")
-        from croniter import croniter
-        try:
-            valid = croniter.is_valid(cron)
-        except Exception:  # noqa: BLE001 - croniter may raise on odd text
-            valid = False
-        if not valid:
-            check.bad_value("cron", cron, "is not a valid cron expression")
+        try:   # the job schedulers' parser: one dialect, BullMQ's (6 fields: seconds first)
+            validate_pattern(cron)
+        except errors.InvalidArgument as exc:
+            check.bad_value("cron", cron, f"is not a valid cron expression ({exc})")
         return None
     seconds = to_seconds(every, "every", allow_none=False)
     if not seconds or round(seconds * 1000) < 1:
@@ -134,8 +130,10 @@ class ScheduledEventManager:
             queue.upsert_job_scheduler(schedule_id, pattern=cron, template=template)
         else:
             queue.upsert_job_scheduler(schedule_id, every=seconds, template=template)
+        stored = queue.get_job_scheduler(schedule_id)
         info = ScheduleInfo(event_name, schedule_id, queue.name, cron=cron, every=seconds,
-                            payload=payload, meta=dict(template["data"]["meta"]))
+                            payload=payload, meta=dict(template["data"]["meta"]),
+                            next_run=stored.next if stored is not None else None)
         with self._lock:
             self._schedules.setdefault(event_name, {})[schedule_id] = info
         return info

@@ -16,6 +16,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import _fork
+from .._pools import shutdown_pools
 from .._util import dumps
 from .context import WorkflowContext, propagation_context
 from .errors import (
@@ -78,9 +79,10 @@ class StepExecutor:
         self._pool = ThreadPoolExecutor(self._max_workers,
                                         thread_name_prefix=f"{self._name}-steps")
 
-    def shutdown(self) -> None:
-        """Cancel queued members and join the pool's threads."""
-        self._pool.shutdown(wait=True, cancel_futures=True)
+    def shutdown(self, deadline: Optional[float] = None) -> bool:
+        """Cancel queued members and join the pool's threads (until ``deadline``, a
+        monotonic time); False if some are still running then."""
+        return not shutdown_pools({"steps": self._pool}, deadline)
 
     def call(self, fn: Callable[[WorkflowContext], Any], ctx: WorkflowContext) -> Any:
         """Run one handler, under ``step_timeout`` when it is set."""

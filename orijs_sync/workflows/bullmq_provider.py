@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, Union
 
 from .. import _fork, errors
 from .. import _validate as check
+from .._pools import deadline_of, join_threads, remaining, shutdown_pools
 from .._util import Seconds, run_logged
 from ..connection import ConnectionLike, as_connection
 from ..flow_producer import FlowProducer
@@ -152,9 +153,10 @@ class BullMQWorkflowProvider(ProviderBase):
         return self
 
     def stop(self, timeout: Optional[float] = None) -> None:
-        """Workers first (running steps finish, up to ``timeout`` seconds each), then the
-        events thread, the timer and the pools; pending handles fail with
-        ``ShutdownError``. Idempotent."""
+        """Workers first (running steps finish), then the events thread, the timer and the
+        pools, all within ``timeout`` seconds (past it a warning names what still runs);
+        pending handles fail with ``ShutdownError``. Idempotent."""
+        deadline = deadline_of(timeout)
         with self._lock:
             if self._state == "stopped":
                 return
@@ -162,13 +164,17 @@ class BullMQWorkflowProvider(ProviderBase):
             workers = list(self._workers.values())
             self._workers.clear()
             events, self._events = self._events, None
-        _close_all([steps for steps, _ in workers], timeout)   # step workers first
-        _close_all([flows for _, flows in workers], timeout)
+        busy = _close_all([steps for steps, _ in workers], deadline)   # step workers first
+        busy += _close_all([flows for _, flows in workers], deadline)
         if events is not None:
             events.close()
-        self._aux.shutdown(wait=True)       # Redis reads under way finish and settle
+        busy += shutdown_pools({"redis reads": self._aux}, deadline)   # they settle handles
         self._timer.stop()                  # (a timeout firing now finds the pool shut)
-        self._executor.shutdown()
+        if not self._executor.shutdown(deadline):
+            busy.append("step handlers")
+        if busy:
+            self._log.warning("workflow provider stopped after %ss with work still running: %s",
+                        timeout, ", ".join(busy))
         shutdown = errors.ShutdownError("the workflow provider stopped")
         for pending in self._tracker.close():
             pending.handle._settle(exc=shutdown)
@@ -343,16 +349,23 @@ class BullMQWorkflowProvider(ProviderBase):
         return handle
 
 
-def _close_all(workers: List[Worker], timeout: Optional[float]) -> None:
-    """Close workers side by side (each close waits for its running jobs); the helper
-    threads are joined before returning."""
-    if len(workers) <= 1:
-        for worker in workers:
-            worker.close(timeout)
-        return
-    threads = [threading.Thread(target=w.close, args=(timeout,), name=f"close-{w.name}",
-                                daemon=True) for w in workers]
+def _close_all(workers: List[Worker], deadline: Optional[float]) -> List[str]:
+    """Close workers side by side (each close waits for its running jobs until the
+    deadline); returns the names of the workers that still had running jobs, or were
+    still closing at the deadline."""
+    busy: List[str] = []
+    lock = threading.Lock()    # guards busy
+
+    def close(worker: Worker) -> None:
+        if not worker.close(remaining(deadline)):
+            with lock:
+                busy.append(worker.name)
+
+    threads = [threading.Thread(target=close, args=(w,), name=f"close-{w.name}", daemon=True)
+               for w in workers]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join()
+    late = join_threads(threads, deadline)
+    with lock:
+        closing = {f"{name[len('close-'):]} (closing)" for name in late}
+        return sorted(set(busy) | closing)

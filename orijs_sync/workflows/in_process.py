@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from .. import errors
+from .._pools import deadline_of, shutdown_pools
 from .._util import Seconds, dumps, run_logged
 from ._base import ProviderBase
 from ._execution import (
@@ -76,20 +77,25 @@ class InProcessWorkflowProvider(ProviderBase):
         return self
 
     def stop(self, timeout: Optional[float] = None) -> None:
-        """Running workflows finish (``timeout`` is accepted for parity: Python cannot stop
-        a thread); queued ones are dropped and their handles fail with ShutdownError."""
+        """Running workflows finish, waited for up to ``timeout`` seconds (past it a warning
+        says how many still run: Python cannot stop a thread); queued ones are dropped;
+        pending handles fail with ShutdownError."""
+        deadline = deadline_of(timeout)
         with self._lock:
             if self._state == "stopped":
                 return
             self._state = "stopped"
             self._stopping.set()          # a run that has not started yet will not
-            runners = [self._runner, *self._runners.values()]
+            pools = {"workflow runs": self._runner,
+                     **{f"{name} runs": pool for name, pool in self._runners.items()}}
             self._runner = None
             self._runners.clear()
-        for runner in runners:
-            if runner is not None:
-                runner.shutdown(wait=True, cancel_futures=True)
-        self._executor.shutdown()
+        busy = shutdown_pools({k: p for k, p in pools.items() if p is not None}, deadline)
+        if not self._executor.shutdown(deadline):
+            busy.append("step handlers")
+        if busy:
+            self._log.warning("InProcessWorkflowProvider stopped after %ss with %s still "
+                              "running", timeout, " and ".join(busy))
         self._timer.stop()
         shutdown = errors.ShutdownError("the workflow provider stopped")
         for pending in self._tracker.close():

@@ -47,3 +47,14 @@ def test_worker_runs_a_module_function_until_sigterm(queue, redis_url, qname, tm
 def test_bad_handler_spec_is_a_clear_error(redis_url, qname):
     bad = cli(redis_url, "worker", qname, "no_colon_here", check=False)
     assert bad.returncode == 2 and "module:function" in bad.stderr
+
+
+def test_counts_with_state_keeps_the_paused_count(queue, redis_url, qname):
+    queue.add("a", {})
+    queue.add("b", {})
+    queue.pause()
+    shown = json.loads(cli(redis_url, "counts", qname, "--with-state").stdout)
+    assert shown["paused"] == 2 and shown["is_paused"] is True
+    queue.resume()
+    shown = json.loads(cli(redis_url, "counts", qname, "--with-state").stdout)
+    assert shown["paused"] == 0 and shown["waiting"] == 2 and shown["is_paused"] is False

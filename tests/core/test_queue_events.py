@@ -116,3 +116,76 @@ def test_add_queue_takes_effect_at_once(redis_url, namespace):
         with Queue(second, connection=redis_url) as q:
             q.add("x", {})
         wait_until(lambda: second in seen, 5)   # well before the 30 s block would end
+
+
+def test_a_retried_job_is_not_answered_with_its_earlier_failure(queue, events, redis_url, qname):
+    runs = []
+
+    def second_time_lucky(job):
+        runs.append(1)
+        if len(runs) == 1:
+            raise RuntimeError("first run fails")
+        return "second run"
+
+    job = queue.add("x", {})
+    with Worker(qname, second_time_lucky, connection=redis_url):
+        with pytest.raises(errors.JobFailed, match="first run"):
+            job.wait_until_finished(events, timeout=10)
+        wait_until(lambda: (qname, job.id) in events._recent)
+    job.retry()          # back to wait: no worker runs it now
+    with pytest.raises(errors.TimeoutError):
+        job.wait_until_finished(events, timeout=0.5)
+    with Worker(qname, second_time_lucky, connection=redis_url):
+        assert job.wait_until_finished(events, timeout=10) == "second run"
+
+
+def test_a_reused_job_id_is_not_answered_with_the_earlier_jobs_outcome(queue, events,
+                                                                       redis_url, qname):
+    first = queue.add("x", {"v": 1}, job_id="reused")
+    with Worker(qname, lambda j: j.data["v"], connection=redis_url):
+        assert first.wait_until_finished(events, timeout=10) == 1
+    wait_until(lambda: (qname, "reused") in events._recent)
+    assert queue.remove("reused")
+    second = queue.add("x", {"v": 2}, job_id="reused")
+    with pytest.raises(errors.TimeoutError):
+        second.wait_until_finished(events, timeout=0.5)
+    with Worker(qname, lambda j: j.data["v"], connection=redis_url):
+        assert second.wait_until_finished(events, timeout=10) == 2
+
+
+def test_the_first_queue_added_to_an_empty_queue_events_is_read_at_once(redis_url, qname):
+    seen = []
+    with QueueEvents([], connection=redis_url, block_timeout=30) as ev, \
+            Queue(qname, connection=redis_url) as q:
+        ev.on_event(lambda e: seen.append(e.event))
+        time.sleep(0.2)              # the tailer sleeps: nothing to watch
+        ev.add_queue(qname)
+        q.add("x", {})
+        wait_until(lambda: "added" in seen, 5)   # well before the 30 s sleep would end
+
+
+def test_remove_queue_and_off_stop_deliveries(redis_url, namespace):
+    kept, dropped = f"k-{namespace}", f"d-{namespace}"
+    raw, added = [], []
+
+    def on_added(job_id, name):
+        added.append(job_id)
+
+    with QueueEvents([kept, dropped], connection=redis_url) as ev, \
+            Queue(kept, connection=redis_url) as qk, Queue(dropped, connection=redis_url) as qd:
+        ev.on_event(lambda e: raw.append(e.queue))
+        ev.on("added", on_added)
+        qd.add("x", {})
+        first = qk.add("x", {})
+        wait_until(lambda: raw.count(kept) >= 2 and dropped in raw and first.id in added)
+        ev.remove_queue(dropped)
+        ev.off("added", on_added)
+        assert ev.queues == [kept]
+        with pytest.raises(ValueError, match="does not watch"):
+            ev.job_future(qd, "1")
+        before_dropped, before_added = raw.count(dropped), len(added)
+        qd.add("x", {})
+        marker = qk.add("x", {})
+        wait_until(lambda: raw.count(kept) >= 4)          # the marker's events came through
+        assert raw.count(dropped) == before_dropped and len(added) == before_added
+        assert marker.id not in added

@@ -173,7 +173,8 @@ def test_bad_worker_options_are_refused(qname, kwargs):
         Worker(qname, lambda j: None, **kwargs)
 
 
-def test_run_closes_gracefully_on_sigterm(queue, redis_url, qname, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_run_closes_gracefully_on_sigterm(queue, redis_url, qname, tmp_path, sig):
     script = tmp_path / "run_worker.py"
     script.write_text(textwrap.dedent(f"""
         import time
@@ -188,7 +189,7 @@ def test_run_closes_gracefully_on_sigterm(queue, redis_url, qname, tmp_path):
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: queue.get_job_state(job.id) == "active", 20)
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         out, _ = proc.communicate(timeout=20)
     finally:
         if proc.poll() is None:
@@ -219,3 +220,24 @@ def test_drained_is_emitted_once_per_emptying(queue, redis_url, qname):
         assert len(drained) == 1
         queue.add("x", {})
         wait_until(lambda: len(drained) == 2)
+
+
+def test_close_from_inside_a_handler_closes_once_the_handler_returns(queue, redis_url, qname):
+    """Item 6: close() from a handler must not wait for its own job (a deadlock)."""
+    returned = []
+
+    def closing_handler(job):
+        returned.append(worker.close())          # no timeout: waiting would be for ever
+        return "done"
+
+    worker = Worker(qname, closing_handler, connection=redis_url, drain_delay=0.5)
+    job = queue.add("x", {})
+    later = queue.add("x", {})
+    worker.start()
+    wait_until(lambda: queue.get_job_state(job.id) == "completed", 30)
+    assert returned == [False]                   # closing had begun; its job was running
+    wait_until(lambda: not worker.is_running and worker._state == "closed", 30)
+    assert worker.close(timeout=10) is True      # idempotent, and joins the closer
+    assert orijs_threads() == []
+    assert queue.get_job(job.id).returnvalue == "done"
+    assert queue.get_job_state(later.id) == "waiting"     # nothing fetched after close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from concurrent.futures import Future
 
 import pytest
@@ -267,3 +268,55 @@ def test_standalone_scheduled_event_manager(redis_url, namespace):
     finally:
         worker.close(timeout=10)
         manager.stop()
+
+
+def test_stop_settles_futures_whose_handler_finished_though_the_events_thread_lags(
+        bullmq_provider):
+    """Item 3: the result is in Redis when stop() closes the tracker; a busy events thread
+    has not read it yet. stop() lets it catch up instead of failing the Future."""
+    provider = bullmq_provider()
+    done = threading.Event()
+
+    def handler(message):
+        done.set()
+        return "finished"
+
+    provider.subscribe("lagging", handler)
+    provider.completion_tracker.queue_events.on_event(
+        lambda ev: time.sleep(2) if ev.event == "active" else None)   # a slow listener
+    sub = provider.emit("lagging", {})
+    assert done.wait(10)
+    provider.stop(timeout=10)
+    assert sub.result(timeout=1) == "finished"
+
+
+class _WrappedWorker:
+    """A worker_class that is not a Worker subclass (composition), as an injected class
+    may be: the QueueManager must close it all the same."""
+
+    def __init__(self, name, handler, **options):
+        self.inner = Worker(name, handler, **options)
+        self.name = name
+        self.closed = False
+
+    def on(self, event, fn):
+        return self.inner.on(event, fn)
+
+    def start(self):
+        self.inner.start()
+        return self
+
+    def close(self, timeout=None):
+        self.closed = True
+        return self.inner.close(timeout)
+
+
+def test_queue_manager_stop_closes_workers_of_an_injected_class(redis_url, namespace):
+    from orijs_sync.testing import orijs_threads
+    before = set(orijs_threads())
+    qm = QueueManager(redis_url, queue_prefix=f"{namespace}.injected", worker_class=_WrappedWorker)
+    worker = qm.register_worker("ping", lambda job: "pong")
+    assert isinstance(worker, _WrappedWorker) and set(orijs_threads()) - before
+    qm.stop(timeout=10)
+    assert worker.closed and not worker.inner.is_running
+    assert set(orijs_threads()) - before == set()

@@ -3,7 +3,9 @@ BullMQEventProvider on real Redis (the ``make_provider`` fixture is parametrized
 from __future__ import annotations
 
 import threading
+import time
 import uuid
+from datetime import datetime
 from concurrent.futures import CancelledError, Future
 
 import pytest
@@ -208,11 +210,8 @@ def test_stop_lets_running_handlers_finish(make_provider):
     release.set()
     stopper.join(20)
     assert not stopper.is_alive()
-    # Either the result arrived before the tracker closed, or the wait was cut by shutdown.
-    try:
-        assert sub.result(timeout=10) == "finished"
-    except errors.ShutdownError:
-        pass
+    # The handler finished before stop() returned: its result reaches the emitter.
+    assert sub.result(timeout=10) == "finished"
 
 
 def test_not_started_and_context_manager(make_provider):
@@ -394,10 +393,25 @@ def test_schedule_every_delivers_envelopes(make_provider):
 
 def test_schedule_cron_is_accepted_and_removed(make_provider):
     provider = make_provider()
+    before = int(time.time() * 1000)
     info = provider.schedule_event("report.hourly", schedule_id="hourly", cron="0 * * * *",
                                    payload={})
     assert info.cron == "0 * * * *" and info.schedule_id == "hourly"
+    at = datetime.fromtimestamp(info.next_run / 1000)     # local time, as cron reads it
+    assert before < info.next_run <= before + 3_600_000 and (at.minute, at.second) == (0, 0)
     assert provider.unschedule_event("report.hourly", "hourly") is True
+
+
+def test_six_field_cron_reads_seconds_first_as_bullmq(make_provider):
+    """Item 11: "30 5 * * * *" is second 30 of minute 5 of every hour (cron-parser's
+    reading), not minute 30 of hour 5, in both providers."""
+    provider = make_provider()
+    before = int(time.time() * 1000)
+    info = provider.schedule_event("report.odd", schedule_id="odd", cron="30 5 * * * *")
+    at = datetime.fromtimestamp(info.next_run / 1000)
+    assert before < info.next_run <= before + 3_600_000
+    assert (at.minute, at.second) == (5, 30)
+    assert provider.unschedule_event("report.odd", "odd") is True
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -448,3 +462,27 @@ def test_metrics_hooks(make_provider):
     (name, job_id, duration), = metrics.completed
     assert (name, job_id) == ("measured", ok.job_id) and duration >= 0
     assert metrics.failed[0][0] == "measured.fail" and metrics.failed[0][2] == "bad"
+
+
+def test_stop_honours_its_timeout_and_names_what_still_runs(make_provider, caplog):
+    """Item 7: stop(timeout=1) returns at the deadline although a handler still runs."""
+    release, started = threading.Event(), threading.Event()
+
+    def stuck(message):
+        started.set()
+        return release.wait(60) and "released"
+
+    provider = make_provider()
+    provider.subscribe("stuck", stuck)
+    sub = provider.emit("stuck", {}, timeout=0)
+    try:
+        assert started.wait(10)
+        began = time.monotonic()
+        provider.stop(timeout=1)
+        took = time.monotonic() - began
+        assert took < 30, f"stop(timeout=1) took {took:.1f}s"
+        assert "still" in caplog.text and "stuck" in caplog.text
+        with pytest.raises(errors.ShutdownError):
+            sub.result(timeout=10)
+    finally:
+        release.set()

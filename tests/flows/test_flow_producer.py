@@ -202,3 +202,55 @@ def test_custom_prefix(redis_url, qn, r):
             wait_until(lambda: r.lrange(f"custom:{qn('p')}:wait", 0, -1) == [node.job.id])
         key = f"custom:{qn('c')}:{node.children[0].job.id}"
         assert node.job.get_children_values() == {key: "x"}
+
+
+def test_a_tree_refused_part_way_writes_nothing(flows, qn, r, namespace):
+    """Item 8: a child id held under another parent used to leave the new parent (stuck in
+    waiting-children) and the children before it written."""
+    first = flows.add({"name": "p1", "queue_name": qn("p"), "opts": {"job_id": "p1"},
+                       "children": [{"name": "c", "queue_name": qn("c"),
+                                     "opts": {"job_id": "shared"}}]})
+    before = sorted(keys_of(r, namespace))
+    events_before = {k: r.xlen(k) for k in before if k.endswith(":events")}
+    with pytest.raises(errors.ScriptError, match="another parent") as excinfo:
+        flows.add_bulk([
+            {"name": "lone", "queue_name": qn("p"), "opts": {"job_id": "lone"}},
+            {"name": "p2", "queue_name": qn("p"), "opts": {"job_id": "p2"},
+             "children": [{"name": "new", "queue_name": qn("c"), "opts": {"job_id": "new"}},
+                          {"name": "c", "queue_name": qn("c"), "opts": {"job_id": "shared"}}]}])
+    assert excinfo.value.code == -7
+    assert sorted(keys_of(r, namespace)) == before
+    assert {k: r.xlen(k) for k in events_before} == events_before
+    assert r.zrange(f"bull:{qn('p')}:waiting-children", 0, -1) == [first.job.id]
+    with pytest.raises(errors.ScriptError, match="does not exist"):
+        flows.add({"name": "orphan", "queue_name": qn("c"), "opts": {"parent": {
+            "id": "nope", "queue": f"bull:{qn('p')}"}},
+            "children": [{"name": "kid", "queue_name": qn("c")}]})
+    assert sorted(keys_of(r, namespace)) == before
+
+
+def test_flows_attach_whole_while_another_client_writes_their_parent(flows, qn, redis_url, r):
+    """One script per flow: another writer on the parent's hash neither fails nor splits
+    the flows attached to it."""
+    done = []
+    with Queue(qn("p"), connection=redis_url) as parents:
+        host = parents.add("host", {})
+
+        def add_many():
+            for i in range(20):
+                done.append(flows.add({"name": "sub", "queue_name": qn("c"),
+                                       "opts": {"parent": host, "job_id": f"sub{i}"},
+                                       "children": [{"name": "leaf", "queue_name": qn("c")}]}))
+
+        adder = threading.Thread(target=add_many)
+        adder.start()
+        n = 0
+        while adder.is_alive():
+            n += 1
+            r.hset(host.key, "noise", n)       # another writer on a watched key
+        adder.join(30)
+    assert len(done) == 20
+    deps = r.smembers(f"{host.key}:dependencies")
+    assert deps == {f"bull:{qn('c')}:sub{i}" for i in range(20)}
+    for node in done:
+        assert r.scard(f"{node.job.key}:dependencies") == 1

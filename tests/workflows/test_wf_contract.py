@@ -3,6 +3,7 @@ and against BullMQWorkflowProvider on a real Redis."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -343,3 +344,27 @@ def test_bounded_flow_states(make_provider):
     assert stats["pending"] == 0 and stats["flow_states"] <= 10
     assert stats["timers"] <= 10          # evicted states' cleanup entries are cancelled
     assert handles[-1].status() == "completed"
+
+
+def test_stop_honours_its_timeout_and_names_what_still_runs(make_provider, caplog):
+    """Item 7: stop(timeout=1) returns at the deadline although a step still runs."""
+    release, started = threading.Event(), threading.Event()
+
+    def stuck(ctx):
+        started.set()
+        return release.wait(GUARD) and "released"
+
+    wf = Workflow("Stuck").step("stuck", stuck)
+    provider = make_provider(wf)
+    handle = provider.execute(wf, {})
+    try:
+        assert started.wait(GUARD)
+        began = time.monotonic()
+        provider.stop(timeout=1)
+        took = time.monotonic() - began
+        assert took < GUARD / 2, f"stop(timeout=1) took {took:.1f}s"
+        assert "still running" in caplog.text
+        with pytest.raises(errors.ShutdownError):
+            handle.result(timeout=GUARD)
+    finally:
+        release.set()
