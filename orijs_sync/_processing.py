@@ -207,13 +207,22 @@ class JobRunner:
         back the others: the batch is written one by one and the refused one dropped."""
         try:
             return self._finish(outcomes, fetch)
-        except errors.ConnectionError:
-            raise
+        except (errors.ConnectionError, errors.PermissionDenied):
+            raise      # Redis or the user is refused, not the job: kept and written later
+        except errors.RedisError as exc:
+            if _server_state(exc):
+                raise
+            return self._finish_apart(outcomes, exc)
         except Exception as exc:  # noqa: BLE001 - one bad job must not block the batch
-            if len(outcomes) > 1:
-                return [j for o in outcomes for j in self.finish([o], 0)]
-            self._drop(outcomes[0], exc)
-            return []
+            return self._finish_apart(outcomes, exc)
+
+    def _finish_apart(self, outcomes: Sequence[Outcome], exc: BaseException) -> List[Job]:
+        """The batch was refused: write its outcomes one by one, dropping only those
+        refused on their own."""
+        if len(outcomes) > 1:
+            return [j for o in outcomes for j in self.finish([o], 0)]
+        self._drop(outcomes[0], exc)
+        return []
 
     def _drop(self, outcome: Outcome, exc: BaseException) -> None:
         """An outcome that cannot be written: left to the stalled checker (its lock
@@ -250,3 +259,15 @@ class JobRunner:
             self.w._emit("error", errors.LockLost(f"job {job.id}: {reason}"))
             return False
         return True
+
+
+# Error replies that speak of the server's state, not of the job being written: the
+# outcome is kept and written once the server takes writes again.
+_SERVER_STATE_REPLIES = ("OOM", "READONLY", "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN",
+                         "CLUSTERDOWN", "NOSCRIPT", "MISCONF")
+
+
+def _server_state(exc: BaseException) -> bool:
+    cause = exc.__cause__
+    text = str(cause if cause is not None else exc)
+    return text.split(" ", 1)[0].upper() in _SERVER_STATE_REPLIES
