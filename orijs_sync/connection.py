@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar, Union
 import redis
 from redis.client import Pipeline
 
-from . import _fork, errors
+from . import _fork, _workers_list, errors
 
 ConnectionLike = Union[str, Mapping[str, Any], redis.Redis, "RedisConnection", None]
 
@@ -175,11 +175,16 @@ class RedisConnection:
         client.make_pool = make_pool
         return client
 
-    def blocking_client(self, longest_block: float) -> "BlockingClient":
+    def blocking_client(self, longest_block: float,
+                        client_name: Optional[str] = None) -> "BlockingClient":
         """A client for blocking commands of up to ``longest_block`` seconds: its socket
         timeout leaves them that long plus a margin (redis-py's default would cut
-        a longer block short)."""
+        a longer block short). ``client_name``: set by ``CLIENT SETNAME`` on each of its
+        connections (a server refusing it leaves them unnamed)."""
         kwargs = dict(self._kwargs, max_connections=1)
+        if client_name:
+            kwargs["redis_connect_func"] = _workers_list.naming_connect_func(
+                client_name, kwargs.get("redis_connect_func"))
         timeout = kwargs.get("socket_timeout")
         if timeout is None or timeout < longest_block + 5:
             kwargs["socket_timeout"] = longest_block + 5

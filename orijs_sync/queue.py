@@ -14,6 +14,7 @@ from ._util import dumps, now_ms
 from .connection import ConnectionLike, ConnectionOwner
 from .job import Job
 from .keys import QueueKeys
+from .metrics import MonitoringMixin
 from .scripts import Scripts
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ def check_add_result(result: Any, what: str) -> "tuple[str, bool]":
     return str(job_id), bool(existed)
 
 
-class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin):
+class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin, MonitoringMixin):
     """A BullMQ queue. Thread-safe; share one instance across threads.
 
     ``connection`` is a URL, a dict of ``redis.Redis`` options, a ``redis.Redis``

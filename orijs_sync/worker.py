@@ -21,7 +21,9 @@ from ._roles import Periodic, Role
 from ._util import Seconds, dumps, now_ms
 from .connection import ConnectionLike, as_connection
 from .job import Job
+from ._workers_list import worker_client_name
 from .keys import QueueKeys
+from .metrics import max_data_points
 from .queue import Queue
 
 log = logging.getLogger(__name__)
@@ -39,7 +41,12 @@ class _Fetcher(Role):
     def __init__(self, worker: "Worker") -> None:
         super().__init__(worker._fetch_stop)
         self.w = worker
-        self.blocking = worker.connection.blocking_client(worker.drain_delay)
+        self.blocking = worker.connection.blocking_client(worker.drain_delay,
+                                                          worker.client_name)
+        try:   # connect now: the named connection lists the worker (getWorkers) at once
+            self.blocking.client.ping()
+        except errors.OrijsError:
+            log.debug("worker %s: blocking connection not opened yet", worker.name)
         self._drained = False    # "drained" is emitted once per emptying of the queue
 
     def loop(self) -> None:
@@ -150,7 +157,8 @@ class Worker:
                  remove_on_complete: Any = None, remove_on_fail: Any = None,
                  backoff_strategies: Optional[Dict[str, BackoffStrategy]] = None,
                  worker_name: Optional[str] = None, autorun: bool = False,
-                 skip_stalled_check: bool = False) -> None:
+                 skip_stalled_check: bool = False,
+                 metrics: Optional[Mapping[str, Any]] = None) -> None:
         check.function(processor, "processor")
         self.keys = QueueKeys(prefix, name)
         self.name = name
@@ -171,6 +179,8 @@ class Worker:
             check.function(fn, f"backoff_strategies[{kind!r}]")
         self.worker_name = check.optional_string(worker_name, "worker_name")
         self.skip_stalled_check = check.boolean(skip_stalled_check, "skip_stalled_check")
+        self.max_metrics_points = max_data_points(metrics)
+        self.client_name = worker_client_name(prefix, name, self.worker_name)
         check.boolean(autorun, "autorun")
         self.id = uuid.uuid4().hex
         self.connection = as_connection(connection)
