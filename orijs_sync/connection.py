@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar, Union, cast
 
 import redis
 from redis.client import Pipeline
@@ -78,7 +78,7 @@ class Client(redis.Redis):
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
         try:
-            return super().execute_command(*args, **options)
+            return super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
         except _REDIS_ERRORS as exc:
             raise errors.ConnectionError(f"Redis at {self.address} failed: {exc}") from exc
         except redis.exceptions.NoPermissionError as exc:
@@ -144,7 +144,7 @@ class RedisConnection:
         option means TLS (``rediss://``), as ``redis.Redis(ssl=True, ...)`` does."""
         connection_class = kwargs.pop("connection_class", None)
         if "url" in kwargs:
-            merged = redis.connection.parse_url(kwargs.pop("url"))
+            merged = redis.connection.parse_url(kwargs.pop("url"))  # type: ignore[no-untyped-call]
             connection_class = connection_class or merged.pop("connection_class", None)
             merged.pop("connection_class", None)
             merged.update(kwargs)
@@ -201,7 +201,7 @@ class RedisConnection:
             with self._direct_lock:
                 self._direct.append(conn)
             self._local.conn = conn
-        return conn
+        return cast(redis.connection.AbstractConnection, conn)
 
     def ping(self) -> None:
         self.client.ping()
@@ -213,7 +213,7 @@ class RedisConnection:
             with self._direct_lock:
                 direct, self._direct = self._direct, []
             for conn in direct:
-                conn.disconnect()
+                conn.disconnect()  # type: ignore[no-untyped-call]
 
 
 class BlockingClient:

@@ -6,7 +6,7 @@ Every check happens before anything is written.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, cast
 
 from . import _validate as check
 from ._util import to_ms
@@ -49,7 +49,7 @@ def validate_job_id(job_id: Any, name: str = "job_id") -> Optional[str]:
     if job_id.lstrip("-").isdigit():
         check.bad_value(name, job_id, "must not be an integer: BullMQ keeps integer job ids "
                                       "for the ids it generates")
-    return job_id
+    return cast(Optional[str], job_id)
 
 
 def _keep(value: Any, name: str) -> Any:

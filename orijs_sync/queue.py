@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, cast
 
 from . import _validate as check
 from . import errors
@@ -155,7 +155,7 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin, MonitoringM
         by another program) still comes back: ``job.problem`` says which field is bad."""
         job_id = check.job_id(job_id)
         fields = self.client.hgetall(self.keys.job(job_id))
-        return Job.from_hash(self, job_id, fields) if fields else None
+        return Job.from_hash(self, job_id, cast(Dict[str, str], fields)) if fields else None
 
     def get_job_counts(self, *types: str) -> Dict[str, int]:
         """Counts per state; all of BullMQ's states when no type is named."""

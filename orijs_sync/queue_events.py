@@ -11,7 +11,7 @@ import threading
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from . import _fork, errors
 from . import _validate as check
@@ -69,8 +69,8 @@ class _Tailer(Role):
             self.stop_event.wait(self.owner.block_timeout)
             return
         try:
-            reply = self.blocking.client.xread(streams, block=int(self.owner.block_timeout * 1000),
-                                               count=1000)
+            reply: Any = self.blocking.client.xread(
+                cast(Any, streams), block=int(self.owner.block_timeout * 1000), count=1000)
         except errors.ConnectionError:
             if self.blocking.take_interrupt():
                 return      # woken on purpose (a queue was added): read again at once
@@ -115,7 +115,7 @@ class QueueEvents:
         self._streams: Dict[str, Tuple[str, str]] = {}        # stream key -> (queue, last id)
         self._listeners: Dict[str, List[Callable[..., Any]]] = {}
         self._raw_listeners: List[Callable[[QueueEvent], Any]] = []
-        self._waiters: Dict[Tuple[str, str], List[Future]] = {}
+        self._waiters: Dict[Tuple[str, str], List["Future[Any]"]] = {}
         # Outcomes seen lately, for waits that start after their job finished (and was
         # perhaps removed on completion): bounded, oldest dropped first.
         self._recent: "OrderedDict[Tuple[str, str], QueueEvent]" = OrderedDict()
@@ -149,7 +149,7 @@ class QueueEvents:
         if self._last_event_id != "$":
             return self._last_event_id
         last = self.client.xrevrange(key, count=1)
-        return last[0][0] if last else "0-0"
+        return cast(str, last[0][0]) if last else "0-0"
 
     def add_queue(self, name: str) -> None:
         """Watch one more queue; its events from now on are delivered."""

@@ -19,9 +19,9 @@ from ._futures import wait_timeout
 from ._processing import BackoffStrategy, JobRunner, Outcome
 from ._roles import Periodic, Role
 from ._util import Seconds, dumps, now_ms
+from ._workers_list import worker_client_name
 from .connection import ConnectionLike, as_connection
 from .job import Job
-from ._workers_list import worker_client_name
 from .keys import QueueKeys
 from .metrics import max_data_points
 from .queue import Queue

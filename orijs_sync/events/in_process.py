@@ -15,7 +15,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple, cast
 
 from .. import _validate as check
 from .. import errors
@@ -380,7 +380,7 @@ class InProcessEventProvider:
             return info.every
         from croniter import croniter
         now = time.time()
-        return max(0.0, float(croniter(info.cron, now).get_next(float)) - now)
+        return max(0.0, float(croniter(cast(str, info.cron), now).get_next(float)) - now)
 
     def _fire(self, entry: _Schedule) -> None:
         info = entry.info
