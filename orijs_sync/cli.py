@@ -4,6 +4,9 @@
     orijs-sync job emails 42
     orijs-sync jobs emails --state failed --limit 20
     orijs-sync worker emails myapp.tasks:send_email --concurrency 16
+    orijs-sync queues --watch 2
+    orijs-sync retry emails --all-failed
+    orijs-sync clean emails --state completed --grace 3600
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ import os
 import sys
 from typing import Any, Callable, Optional, Sequence
 
-from . import errors
+from . import _cli_actions, errors
 from .queue import Queue
 from .worker import Worker
 
@@ -62,8 +65,10 @@ def _jobs(args: argparse.Namespace, queue: Queue) -> int:
 def _worker(args: argparse.Namespace, queue: Queue) -> int:
     handler = load_callable(args.handler)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    Worker(queue.name, handler, connection=args.url, prefix=args.prefix,
-           concurrency=args.concurrency).run()
+    worker = Worker(queue.name, handler, connection=args.url, prefix=args.prefix,
+                    concurrency=args.concurrency, worker_name=args.name)
+    _cli_actions.log_each_job(worker)
+    worker.run()
     return 0
 
 
@@ -90,14 +95,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("queue")
     p.add_argument("handler", help="module:function taking a Job")
     p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--name", help="worker name (listed by getWorkers() as :w:NAME)")
     p.set_defaults(run=_worker)
+    _cli_actions.add_commands(parser, sub)
     return parser
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.queue is None:     # commands about every queue
+            return int(args.run(args, None))
         with Queue(args.queue, connection=args.url, prefix=args.prefix) as queue:
+            if getattr(args, "must_exist", False):
+                _cli_actions.require_queue(queue)
             return int(args.run(args, queue))
     except (errors.OrijsError, ValueError, ImportError, AttributeError) as exc:
         print(f"orijs-sync: {exc}", file=sys.stderr)
