@@ -18,6 +18,7 @@ from . import options as job_options
 from ._futures import wait_timeout
 from ._processing import BackoffStrategy, JobRunner, Outcome
 from ._roles import Periodic, Role
+from ._routing import ProcessorLike, as_processor
 from ._util import Seconds, dumps, now_ms
 from ._workers_list import worker_client_name
 from .connection import ConnectionLike, as_connection
@@ -147,10 +148,13 @@ class Worker:
     """Processes jobs of one queue with ``concurrency`` threads.
 
     ``processor(job)`` returns a JSON-able value (the job's ``returnvalue``) or
-    raises (the job's ``failedReason``). Durations are seconds.
+    raises (the job's ``failedReason``); a mapping ``{job_name: function}`` routes each
+    job by its name (an unknown name fails the job). Durations are seconds.
+    ``metrics={"max_data_points": n}`` records BullMQ's per-minute completed/failed
+    counts (``Queue.get_metrics``).
     """
 
-    def __init__(self, name: str, processor: Processor, connection: ConnectionLike = None, *,
+    def __init__(self, name: str, processor: ProcessorLike, connection: ConnectionLike = None, *,
                  concurrency: int = 1, prefix: str = "bull", lock_duration: Seconds = 30.0,
                  stalled_interval: Seconds = 30.0, max_stalled_count: int = 1,
                  drain_delay: Seconds = 5.0, limiter: Optional[Mapping[str, Any]] = None,
@@ -159,10 +163,9 @@ class Worker:
                  worker_name: Optional[str] = None, autorun: bool = False,
                  skip_stalled_check: bool = False,
                  metrics: Optional[Mapping[str, Any]] = None) -> None:
-        check.function(processor, "processor")
+        self.processor = as_processor(processor)
         self.keys = QueueKeys(prefix, name)
         self.name = name
-        self.processor = processor
         self.concurrency = check.integer(concurrency, "concurrency", minimum=1, maximum=10_000)
         self.max_stalled_count = check.integer(max_stalled_count, "max_stalled_count", minimum=0)
         self.lock_duration_ms = self._positive_ms(lock_duration, "lock_duration")
