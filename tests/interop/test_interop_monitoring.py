@@ -3,48 +3,71 @@ each side lists the other's workers and reads the other's metrics."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, List
 
 import pytest
 
 from orijs_sync import Job, Queue, Worker
 from orijs_sync.testing import wait_until
 
-from conftest import HERE, NodeProcess, _node_binary, _parse_reply
-
+HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "node" / "monitoring.js"
 
 
-def monitoring(command: str, timeout: float = 60.0, **args: Any) -> Any:
-    proc = subprocess.run([_node_binary(), str(SCRIPT), command, json.dumps(args)], cwd=str(HERE),
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=timeout)
-    return _parse_reply(command, proc.stdout, proc.stderr, proc.returncode)
+def _node() -> str:
+    node = shutil.which("node")
+    if not node:
+        pytest.fail("these tests need Node.js on PATH", pytrace=False)
+    return node
+
+
+def _reply(command: str, out: str, err: str) -> Any:
+    lines = out.strip().splitlines()
+    assert lines, f"monitoring.js {command} printed nothing; stderr:\n{err}"
+    reply = json.loads(lines[-1])
+    assert reply["ok"], f"monitoring.js {command} failed: {reply.get('error')}\n{err}"
+    return reply["result"]
+
+
+def monitoring(command: str, **args: Any) -> Any:
+    proc = subprocess.run([_node(), str(SCRIPT), command, json.dumps(args)], cwd=str(HERE),
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    return _reply(command, proc.stdout, proc.stderr)
 
 
 @pytest.fixture
 def node_worker(node_setup, redis_url, tmp_path) -> Iterator[Any]:
     """Starts Node workers (``start(queue, **opts)``) that run until the test ends."""
     stop = tmp_path / "stop"
-    started = []
+    started: List[subprocess.Popen] = []
 
-    def start(queue: str, **opts: Any) -> NodeProcess:
+    def start(queue: str, **opts: Any) -> None:
         ready = tmp_path / f"ready-{len(started)}"
         args = dict(opts, url=redis_url, queue=queue, stopFile=str(stop), readyFile=str(ready))
-        process = NodeProcess("workUntil", [_node_binary(), str(SCRIPT), "workUntil",
-                                            json.dumps(args)], timeout=90)
-        started.append(process)
-        process.wait_for_file(ready)
-        return process
+        started.append(subprocess.Popen([_node(), str(SCRIPT), "workUntil", json.dumps(args)],
+                                        cwd=str(HERE), stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert started[-1].poll() is None, started[-1].communicate(timeout=10)
+            assert time.monotonic() < deadline, "the Node worker did not start"
+            time.sleep(0.02)
 
     try:
         yield start
     finally:
         stop.write_text("stop")
-        for process in started:
-            process.result()
+        for proc in started:
+            try:
+                out, err = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate(timeout=10)
+            _reply("workUntil", out, err)
 
 
 def handler(job: Job) -> str:
