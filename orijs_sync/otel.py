@@ -7,6 +7,8 @@
     telemetry.instrument_worker(worker)           # span "process {queue}" (CONSUMER) per job
     telemetry.emit(provider, "order.created", payload)        # span "emit {event}"
     telemetry.execute(provider, workflow, data)               # span "execute {workflow}"
+    QueueManager(url, queue_class=telemetry.queue_class(),    # the event layer's jobs too
+                 worker_class=telemetry.worker_class())
 
 The trace context goes into the job's options as ``tm``: the propagator's carrier
 (``traceparent``...) in JSON, as BullMQ stores it; a job added with
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Type
 
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
@@ -63,6 +65,12 @@ class Telemetry:
 
     def add(self, queue: Queue, name: str, data: Any = None, **opts: Any) -> Job:
         """``queue.add(...)`` inside a PRODUCER span whose context the job carries."""
+        if isinstance(queue, _TracedQueue):
+            return queue.add(name, data, **opts)
+        return self._add(queue, Queue.add, name, data, opts)
+
+    def _add(self, queue: Queue, add: Callable[..., Job], name: str, data: Any,
+             opts: Dict[str, Any]) -> Job:
         attributes = {QUEUE_NAME: queue.name, QUEUE_OPERATION: "add", JOB_NAME: name}
         with self.tracer.start_as_current_span(f"add {queue.name}.{name}", kind=SpanKind.PRODUCER,
                                                attributes=attributes) as span:
@@ -70,9 +78,19 @@ class Telemetry:
             propagate.inject(carrier)
             if not (opts.get("telemetry") or {}).get("omit_context"):
                 opts["telemetry"] = dict(opts.get("telemetry") or {}, metadata=json.dumps(carrier))
-            job = queue.add(name, data, **opts)
+            job = add(queue, name, data, **opts)
             span.set_attribute(JOB_ID, job.id)
             return job
+
+    def queue_class(self) -> Type[Queue]:
+        """A :class:`Queue` subclass whose ``add`` is traced, for the components that
+        take a ``queue_class`` (``QueueManager`` of the event layer, ``FlowProducer``...)."""
+        return type("TracedQueue", (_TracedQueue,), {"telemetry": self})
+
+    def worker_class(self) -> Type[Worker]:
+        """A :class:`Worker` subclass whose jobs run inside process spans, for the
+        components that take a ``worker_class``."""
+        return type("TracedWorker", (_TracedWorker,), {"telemetry": self})
 
     def instrument_worker(self, worker: Worker) -> Worker:
         """Each job of ``worker`` runs inside a CONSUMER span, child of the context the job
@@ -112,3 +130,18 @@ class Telemetry:
         with self.tracer.start_as_current_span(f"execute {name}", kind=SpanKind.PRODUCER,
                                                attributes={"orijs.workflow.name": name}):
             return provider.execute(workflow, data, *args, **kwargs)
+
+
+class _TracedQueue(Queue):
+    telemetry: Telemetry
+
+    def add(self, name: str, data: Any = None, **opts: Any) -> Job:
+        return self.telemetry._add(self, Queue.add, name, data, opts)
+
+
+class _TracedWorker(Worker):
+    telemetry: Telemetry
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.telemetry.instrument_worker(self)

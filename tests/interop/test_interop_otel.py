@@ -15,7 +15,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from orijs_sync import Job, Queue, Worker
-from orijs_sync.events import InProcessEventProvider
+from orijs_sync.events import BullMQEventProvider, InProcessEventProvider
+from orijs_sync.events.queue_manager import QueueManager
 from orijs_sync.otel import Telemetry
 from orijs_sync.testing import wait_until
 from orijs_sync.workflows import InProcessWorkflowProvider, Workflow
@@ -119,3 +120,21 @@ def test_emit_and_execute_spans(traced):
     spans = {s.name: s for s in exporter.get_finished_spans()}
     assert spans["emit order.created"].kind == SpanKind.PRODUCER
     assert spans["execute Order"].attributes["orijs.workflow.name"] == "Order"
+
+
+def test_the_event_layer_carries_the_trace_through_traced_classes(traced, redis_url, namespace):
+    telemetry, exporter = traced
+    manager = QueueManager(redis_url, queue_prefix=f"ev{namespace}",
+                           queue_class=telemetry.queue_class(),
+                           worker_class=telemetry.worker_class())
+    provider = BullMQEventProvider(redis_url, queue_manager=manager)
+    provider.subscribe("order.created", lambda message: {"ok": message.payload["id"]})
+    with provider:
+        assert telemetry.emit(provider, "order.created", {"id": 3}).result(timeout=20) == {"ok": 3}
+        wait_until(lambda: any(s.name.startswith("process") for s in exporter.get_finished_spans()),
+                   timeout=20, what="the process span")
+    spans = {s.name.split(" ")[0]: s for s in exporter.get_finished_spans()}
+    emit, add, process = spans["emit"], spans["add"], spans["process"]
+    assert add.parent.span_id == emit.context.span_id
+    assert process.parent.span_id == add.context.span_id
+    assert len({emit.context.trace_id, add.context.trace_id, process.context.trace_id}) == 1
