@@ -273,7 +273,7 @@ def table(results: Dict, peers: List[str]) -> Tuple[str, List[str]]:
 
 
 def targets(results: Dict) -> List[str]:
-    """The first bar of shared/BENCHMARKS.md, judged on this run (reported, never asserted)."""
+    """The first bar of docs/benchmarks.md, judged on this run (reported, never asserted)."""
     def ratio(case: str, peer: str, field: str = "ops_per_s") -> Optional[float]:
         a, b = value(results, "orijs", case, field), value(results, peer, case, field)
         return a / b if a and b else None
@@ -451,7 +451,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ]
     if notes:
         md += ["Notes:", ""] + [f"- {n}" for n in notes] + [""]
-    md += ["## Targets (shared/BENCHMARKS.md), judged on this run", ""] + checks + [""]
+    md += ["## Targets (docs/benchmarks.md), judged on this run", ""] + checks + [""]
     md += ["## Method", "",
            "- sequential add: one `add` at a time, awaited (remove-on-complete).",
            "- bulk add: the jobs in chunks of 500 through each library's bulk call (remove-on-complete).",

@@ -9,8 +9,12 @@ from __future__ import annotations
 import uuid
 
 from orijs_sync.testing import delete_keys, local_redis
-from orijs_sync.workflows import (BullMQWorkflowProvider, InProcessWorkflowProvider, Workflow,
-                                  WorkflowFailedError)
+from orijs_sync.workflows import (
+    BullMQWorkflowProvider,
+    InProcessWorkflowProvider,
+    Workflow,
+    WorkflowFailedError,
+)
 
 
 def validate(ctx):

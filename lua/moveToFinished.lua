@@ -7,7 +7,8 @@
   ARGV[1] queue key base
   ARGV[2] timestamp (ms)
   ARGV[3] how many next jobs to take (0 = none)
-  ARGV[4] JSON {tokens = [...], lockDuration, limiter?, name?} for the next jobs
+  ARGV[4] JSON {tokens = [...], lockDuration, limiter?, name?} for the next jobs,
+          and maxMetricsSize (when the worker records metrics: see includes/metrics)
   ARGV[5] how many jobs to finish (n), then 7 arguments per job:
           job id, token, "completed" | "failed", return value (JSON text) or
           failed reason, JSON list of job fields to set, JSON keepJobs
@@ -18,21 +19,26 @@
 local rcall = redis.call
 --- @include "activate"
 --- @include "finish"
+--- @include "metrics"
 
 local qk, timestamp = ARGV[1], ARGV[2]
 trimEvents(KEYS[3], KEYS[2])
+local opts = cjson.decode(ARGV[4])
+local maxPoints = tonumber(opts["maxMetricsSize"])
 local codes = {}
 local n = tonumber(ARGV[5])
 for i = 0, n - 1 do
   local a = 6 + i * 7
   codes[i + 1] = finishJob(qk, ARGV[a], timestamp, ARGV[a + 2], ARGV[a + 3], ARGV[a + 1],
                            ARGV[a + 4], cjson.decode(ARGV[a + 5]), ARGV[a + 6])
+  if maxPoints and codes[i + 1] == 0 then
+    recordMetric(qk .. "metrics:" .. ARGV[a + 2], maxPoints, timestamp)
+  end
 end
 
 local jobs = {}
 local wanted = tonumber(ARGV[3])
 if wanted > 0 then
-  local opts = cjson.decode(ARGV[4])
   for i = 1, wanted do
     opts["token"] = opts["tokens"][i]
     local nextJob = fetchNextJob(qk, timestamp, opts)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import Future
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 from . import _validate as check
 from . import errors
@@ -35,14 +35,14 @@ def wait_timeout(timeout: Any, arg: str = "timeout") -> Optional[float]:
     return check.seconds(timeout, arg)
 
 
-class CheckedFuture(Future):
+class CheckedFuture(Future):  # type: ignore[type-arg]
     """A Future whose waits check their timeout and time out with ``errors.TimeoutError``."""
 
     def result(self, timeout: Optional[float] = None) -> Any:
         return self._wait(super().result, timeout)
 
     def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
-        return self._wait(super().exception, timeout)
+        return cast(Optional[BaseException], self._wait(super().exception, timeout))
 
     def _wait(self, wait: Callable[[Optional[float]], Any], timeout: Any) -> Any:
         try:

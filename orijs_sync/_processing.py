@@ -235,7 +235,10 @@ class JobRunner:
 
     def _finish(self, outcomes: Sequence[Outcome], fetch: int) -> List[Job]:
         k = self.keys
-        args: List[Any] = [k.base, now_ms(), fetch, dumps(self.fetch_opts(fetch)), len(outcomes)]
+        opts = self.fetch_opts(fetch)
+        if self.w.max_metrics_points:
+            opts["maxMetricsSize"] = self.w.max_metrics_points
+        args: List[Any] = [k.base, now_ms(), fetch, dumps(opts), len(outcomes)]
         for o in outcomes:
             kept = o.job.opts.get("removeOnComplete" if o.target == "completed" else "removeOnFail")
             if kept is None:

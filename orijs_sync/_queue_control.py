@@ -1,7 +1,7 @@
 """Queue control and getters: pause/resume, drain, clean, obliterate, remove, get_jobs."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Union, cast
 
 from . import _validate as check
 from . import errors
@@ -67,7 +67,7 @@ class QueueControlMixin:
             allowed += ",paused"
         code = self.scripts.run("removeJob", [k.job(job_id), k.events],
                                 [k.base, str(job_id), allowed])
-        return code == 1
+        return bool(code == 1)
 
     def drain(self, delayed: bool = False) -> int:
         """Remove every waiting (and prioritized, paused; with ``delayed`` also delayed) job."""
@@ -128,10 +128,10 @@ class QueueControlMixin:
             if asc:
                 lo, hi = -(end + 1) if end >= 0 else 0, -(start + 1)
                 return list(reversed(self.client.lrange(key, lo, hi)))
-            return self.client.lrange(key, start, end)
+            return cast(List[str], self.client.lrange(key, start, end))
         if asc:
-            return self.client.zrange(key, start, end)
-        return self.client.zrevrange(key, start, end)
+            return cast(List[str], self.client.zrange(key, start, end))
+        return cast(List[str], self.client.zrevrange(key, start, end))
 
     def _jobs_by_ids(self, ids: Iterable[str]) -> List["Job"]:
         from .job import Job

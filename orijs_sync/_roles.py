@@ -21,7 +21,7 @@ PROBE_INTERVAL = 0.1     # seconds between probes of Redis while a role pauses a
 
 def backoff_delay(failures: int, cap: float) -> float:
     """The pause after ``failures`` failures in a row: 0.1 s, doubling, at most ``cap``."""
-    return min(0.1 * 2 ** (min(failures, 32) - 1), cap)
+    return min(0.1 * 2.0 ** (min(failures, 32) - 1), cap)
 
 
 class Role:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 from datetime import timedelta
-from typing import Any, Collection, Dict, Literal, Mapping, NoReturn, Optional, overload
+from typing import Any, Collection, Dict, Literal, Mapping, NoReturn, Optional, cast, overload
 
 from . import errors
 
@@ -78,7 +78,7 @@ def integer(value: Any, arg: str, *, minimum: Optional[int] = None,
     """An ``int`` (never a bool) within ``minimum``..``maximum``."""
     if isinstance(value, bool) or not isinstance(value, int):
         bad_type(arg, value, "an integer")
-    return _within(value, arg, minimum, maximum)
+    return cast(int, _within(value, arg, minimum, maximum))
 
 
 def _within(value: Any, arg: str, minimum: Optional[float], maximum: Optional[float]) -> Any:
@@ -100,7 +100,7 @@ def number(value: Any, arg: str, *, minimum: Optional[float] = None,
         finite = False
     if not finite:
         bad_value(arg, value, "must be a finite number")
-    return _within(value, arg, minimum, maximum)
+    return cast(float, _within(value, arg, minimum, maximum))
 
 
 @overload

@@ -5,6 +5,9 @@
     orijs-sync jobs emails --state failed --limit 20
     orijs-sync worker emails myapp.tasks:send_email --concurrency 16
     orijs-sync worker emails myapp.tasks:send_email --connect-timeout 120   (waits for Redis)
+    orijs-sync queues --watch 2
+    orijs-sync retry emails --all-failed
+    orijs-sync clean emails --state completed --grace 3600
 """
 from __future__ import annotations
 
@@ -14,9 +17,9 @@ import json
 import logging
 import os
 import sys
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence
 
-from . import errors
+from . import _cli_actions, errors
 from .queue import Queue
 from .worker import Worker
 
@@ -39,7 +42,7 @@ def _print(value: Any) -> None:
 
 
 def _counts(args: argparse.Namespace, queue: Queue) -> int:
-    counts: dict = dict(queue.get_job_counts())
+    counts: Dict[str, Any] = dict(queue.get_job_counts())
     if args.with_state:
         counts["is_paused"] = queue.is_paused()   # beside the "paused" count, not over it
     _print(counts)
@@ -65,9 +68,11 @@ def _jobs(args: argparse.Namespace, queue: Queue) -> int:
 def _worker(args: argparse.Namespace, queue: Queue) -> int:
     handler = load_callable(args.handler)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    Worker(queue.name, handler, connection=args.url, prefix=args.prefix,
-           concurrency=args.concurrency,
-           max_reconnect_delay=args.max_reconnect_delay).run(connect_timeout=args.connect_timeout)
+    worker = Worker(queue.name, handler, connection=args.url, prefix=args.prefix,
+                    concurrency=args.concurrency, worker_name=args.name,
+                    max_reconnect_delay=args.max_reconnect_delay)
+    _cli_actions.log_each_job(worker)
+    worker.run(connect_timeout=args.connect_timeout)
     return 0
 
 
@@ -99,14 +104,20 @@ def build_parser() -> argparse.ArgumentParser:
                         "until SIGINT/SIGTERM)")
     p.add_argument("--max-reconnect-delay", type=float, default=5.0, metavar="SECONDS",
                    help="longest pause between tries while Redis is down (default: 5)")
+    p.add_argument("--name", help="worker name (listed by getWorkers() as :w:NAME)")
     p.set_defaults(run=_worker)
+    _cli_actions.add_commands(parser, sub)
     return parser
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.queue is None:     # commands about every queue
+            return int(args.run(args, None))
         with Queue(args.queue, connection=args.url, prefix=args.prefix) as queue:
+            if getattr(args, "must_exist", False):
+                _cli_actions.require_queue(queue)
             return int(args.run(args, queue))
     except (errors.OrijsError, ValueError, ImportError, AttributeError) as exc:
         print(f"orijs-sync: {exc}", file=sys.stderr)

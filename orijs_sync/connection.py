@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar, Union, cast
 
 import redis
 from redis.client import Pipeline
 
-from . import _fork, errors
+from . import _fork, _workers_list, errors
 
 ConnectionLike = Union[str, Mapping[str, Any], redis.Redis, "RedisConnection", None]
 
@@ -93,7 +93,7 @@ class Client(redis.Redis):
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
         try:
-            return super().execute_command(*args, **options)
+            return super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
         except redis.exceptions.NoScriptError:
             raise     # redis-py's Script loads the script and runs it again (scripts.py)
         except redis.exceptions.RedisError as exc:
@@ -159,7 +159,7 @@ class RedisConnection:
         option means TLS (``rediss://``), as ``redis.Redis(ssl=True, ...)`` does."""
         connection_class = kwargs.pop("connection_class", None)
         if "url" in kwargs:
-            merged = redis.connection.parse_url(kwargs.pop("url"))
+            merged = redis.connection.parse_url(kwargs.pop("url"))  # type: ignore[no-untyped-call]
             connection_class = connection_class or merged.pop("connection_class", None)
             merged.pop("connection_class", None)
             merged.update(kwargs)
@@ -192,11 +192,16 @@ class RedisConnection:
         client.make_pool = make_pool
         return client
 
-    def blocking_client(self, longest_block: float) -> "BlockingClient":
+    def blocking_client(self, longest_block: float,
+                        client_name: Optional[str] = None) -> "BlockingClient":
         """A client for blocking commands of up to ``longest_block`` seconds: its socket
         timeout leaves them that long plus a margin (redis-py's default would cut
-        a longer block short)."""
+        a longer block short). ``client_name``: set by ``CLIENT SETNAME`` on each of its
+        connections (a server refusing it leaves them unnamed)."""
         kwargs = dict(self._kwargs, max_connections=1)
+        if client_name:
+            kwargs["redis_connect_func"] = _workers_list.naming_connect_func(
+                client_name, kwargs.get("redis_connect_func"))
         timeout = kwargs.get("socket_timeout")
         if timeout is None or timeout < longest_block + BLOCKING_MARGIN:
             kwargs["socket_timeout"] = longest_block + BLOCKING_MARGIN
@@ -213,7 +218,7 @@ class RedisConnection:
             with self._direct_lock:
                 self._direct.append(conn)
             self._local.conn = conn
-        return conn
+        return cast(redis.connection.AbstractConnection, conn)
 
     def ping(self) -> None:
         self.client.ping()
@@ -225,7 +230,7 @@ class RedisConnection:
             with self._direct_lock:
                 direct, self._direct = self._direct, []
             for conn in direct:
-                conn.disconnect()
+                conn.disconnect()  # type: ignore[no-untyped-call]
 
 
 class BlockingClient:

@@ -25,9 +25,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Type
 
-from . import _fork
+from . import _fork, errors
 from . import _validate as check
-from . import errors
 from . import options as job_options
 from ._job_flow import PARENT_FLAGS, attach_to_parent, children_keys, parent_link
 from .connection import ConnectionLike, ConnectionOwner, RedisConnection

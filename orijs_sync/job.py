@@ -7,7 +7,7 @@ Field names follow BullMQ v5: ``atm`` (attemptsMade), ``ats`` (attemptsStarted),
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Protocol, cast
 
 from . import _validate as check
 from . import errors, options
@@ -164,7 +164,7 @@ class Job(JobActionsMixin, FlowJobMixin):
 
     @property
     def key(self) -> str:
-        return self.queue.keys.job(self.id)
+        return cast(str, self.queue.keys.job(self.id))
 
     # -- reads -------------------------------------------------------------
     def refresh(self) -> "Job":
@@ -178,7 +178,7 @@ class Job(JobActionsMixin, FlowJobMixin):
         return self
 
     def get_state(self) -> str:
-        return self.queue.get_job_state(self.id)
+        return cast(str, self.queue.get_job_state(self.id))
 
     def is_completed(self) -> bool:
         return self.get_state() == "completed"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
 
-from croniter import croniter  # type: ignore[import-untyped]
+from croniter import croniter
 
 from . import _validate as check
 from . import errors
@@ -278,7 +278,7 @@ def list_all(queue: "Queue", start: int = 0, end: int = -1,
     check.boolean(asc, "asc")
     repeat = queue.keys.repeat
     if asc:
-        entries = queue.client.zrange(repeat, start, end, withscores=True)
+        entries: Any = queue.client.zrange(repeat, start, end, withscores=True)
     else:
         entries = queue.client.zrevrange(repeat, start, end, withscores=True)
     if not entries:

@@ -6,7 +6,7 @@ Every check happens before anything is written.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, cast
 
 from . import _validate as check
 from ._util import to_ms
@@ -34,7 +34,9 @@ DEDUPLICATION_KEYS = {"id", "ttl", "extend", "replace"}
 KNOWN = {"delay", "priority", "lifo", "attempts", "backoff", "job_id", "deduplication",
          "remove_on_complete", "remove_on_fail", "timestamp", "fail_parent_on_failure",
          "continue_parent_on_failure", "ignore_dependency_on_failure",
-         "remove_dependency_on_failure", "keep_logs", "stack_trace_limit", "parent"}
+         "remove_dependency_on_failure", "keep_logs", "stack_trace_limit", "parent",
+         "telemetry"}
+TELEMETRY_KEYS = {"metadata", "omit_context"}
 
 
 def validate_job_id(job_id: Any, name: str = "job_id") -> Optional[str]:
@@ -49,7 +51,7 @@ def validate_job_id(job_id: Any, name: str = "job_id") -> Optional[str]:
     if job_id.lstrip("-").isdigit():
         check.bad_value(name, job_id, "must not be an integer: BullMQ keeps integer job ids "
                                       "for the ids it generates")
-    return job_id
+    return cast(Optional[str], job_id)
 
 
 def _keep(value: Any, name: str) -> Any:
@@ -125,6 +127,19 @@ def _deduplication(value: Any, name: str = "deduplication") -> Dict[str, Any]:
     return out
 
 
+def _telemetry(value: Any) -> Dict[str, Any]:
+    """BullMQ's telemetry option: ``metadata`` (the trace context, serialized as the
+    propagator's carrier in JSON) stored as ``tm``, ``omit_context`` as ``omc``."""
+    value = check.mapping(value, "telemetry", allow_none=False)
+    check.known_keys(value, TELEMETRY_KEYS, "telemetry")
+    out: Dict[str, Any] = {}
+    if value.get("metadata") is not None:
+        out["tm"] = check.string(value["metadata"], "telemetry.metadata")
+    if value.get("omit_context") is not None:
+        out["omc"] = check.boolean(value["omit_context"], "telemetry.omit_context")
+    return out
+
+
 def _flag(value: Any, name: str) -> bool:
     return check.boolean(value, name)
 
@@ -157,6 +172,8 @@ def _encode_one(name: str, value: Any, opts: Dict[str, Any]) -> None:
         opts["stackTraceLimit"] = check.integer(value, "stack_trace_limit", minimum=0)
     elif name == "parent":
         opts["parent"] = value
+    elif name == "telemetry":
+        opts.update(_telemetry(value))
     elif _flag(value, name):       # lifo and the parent flags
         opts[_SHORT.get(name, name)] = True
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, cast
 
 from . import _validate as check
 from . import errors
@@ -14,6 +14,7 @@ from ._util import dumps, now_ms
 from .connection import ConnectionLike, ConnectionOwner
 from .job import Job
 from .keys import QueueKeys
+from .metrics import MonitoringMixin
 from .scripts import Scripts
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ def check_add_result(result: Any, what: str) -> "tuple[str, bool]":
     return str(job_id), bool(existed)
 
 
-class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin):
+class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin, MonitoringMixin):
     """A BullMQ queue. Thread-safe; share one instance across threads.
 
     ``connection`` is a URL, a dict of ``redis.Redis`` options, a ``redis.Redis``
@@ -154,7 +155,7 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin):
         by another program) still comes back: ``job.problem`` says which field is bad."""
         job_id = check.job_id(job_id)
         fields = self.client.hgetall(self.keys.job(job_id))
-        return Job.from_hash(self, job_id, fields) if fields else None
+        return Job.from_hash(self, job_id, cast(Dict[str, str], fields)) if fields else None
 
     def get_job_counts(self, *types: str) -> Dict[str, int]:
         """Counts per state; all of BullMQ's states when no type is named."""

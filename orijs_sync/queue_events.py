@@ -12,7 +12,7 @@ import time
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from . import _fork, errors
 from . import _validate as check
@@ -70,8 +70,8 @@ class _Tailer(Role):
             self.owner._wait_for_queues()
             return
         try:
-            reply = self.blocking.client.xread(streams, block=int(self.owner.block_timeout * 1000),
-                                               count=1000)
+            reply: Any = self.blocking.client.xread(
+                cast(Any, streams), block=int(self.owner.block_timeout * 1000), count=1000)
         except errors.ConnectionError:
             if self.blocking.take_interrupt():
                 return      # woken on purpose (a queue was added): read again at once
@@ -121,7 +121,7 @@ class QueueEvents:
         self._raw_listeners: List[Callable[[QueueEvent], Any]] = []
         # (queue, job id) -> [(future, stream id at registration)]: only outcomes written
         # after that id belong to the run the waiter is waiting for.
-        self._waiters: Dict[Tuple[str, str], List[Tuple[Future, Tuple[int, int]]]] = {}
+        self._waiters: Dict[Tuple[str, str], List[Tuple["Future[Any]", Tuple[int, int]]]] = {}
         # Outcomes seen lately, for waits that start after their job finished (and was
         # perhaps removed on completion): bounded, oldest dropped first.
         self._recent: "OrderedDict[Tuple[str, str], QueueEvent]" = OrderedDict()
@@ -155,7 +155,7 @@ class QueueEvents:
         if self._last_event_id != "$":
             return self._last_event_id
         last = self.client.xrevrange(key, count=1)
-        return last[0][0] if last else "0-0"
+        return cast(str, last[0][0]) if last else "0-0"
 
     def add_queue(self, name: str) -> None:
         """Watch one more queue; its events from now on are delivered."""

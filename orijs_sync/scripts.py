@@ -12,7 +12,7 @@ import re
 import threading
 from importlib import resources
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Set
 
 import redis
 
@@ -35,7 +35,7 @@ def _lua_root() -> Path:
 def source(name: str) -> str:
     """The script's full text with every include expanded once."""
     root = _lua_root()
-    seen: set = set()
+    seen: Set[str] = set()
 
     def expand(text: str) -> str:
         def replace(match: "re.Match[str]") -> str:

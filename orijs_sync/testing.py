@@ -52,8 +52,8 @@ class RedisServer:
         self.args = list(args)
         self.password = password
         self.appendonly = appendonly
-        self._dir: Optional[tempfile.TemporaryDirectory] = None
-        self._proc: Optional[subprocess.Popen] = None
+        self._dir: Optional["tempfile.TemporaryDirectory[str]"] = None
+        self._proc: Optional["subprocess.Popen[bytes]"] = None
 
     @property
     def url(self) -> str:
@@ -164,7 +164,7 @@ def redis_for_tests() -> Iterator[str]:
         yield url
         return
     if _docker_answers():
-        from testcontainers.redis import RedisContainer  # type: ignore[import-untyped]
+        from testcontainers.redis import RedisContainer
         with RedisContainer("redis:7") as container:
             host = container.get_container_host_ip()
             port = container.get_exposed_port(6379)

@@ -18,10 +18,13 @@ from ._futures import wait_timeout
 from ._locks import LockRenewer, lock_retry_interval
 from ._processing import BackoffStrategy, JobRunner, Outcome
 from ._roles import Periodic, Role, backoff_delay, run_until_signalled
+from ._routing import ProcessorLike, as_processor
 from ._util import Seconds, dumps, now_ms
+from ._workers_list import worker_client_name
 from .connection import ConnectionLike, as_connection
 from .job import Job
 from .keys import QueueKeys
+from .metrics import max_data_points
 from .queue import Queue
 
 log = logging.getLogger(__name__)
@@ -40,7 +43,12 @@ class _Fetcher(Role):
     def __init__(self, worker: "Worker") -> None:
         super().__init__(worker._fetch_stop)
         self.w = worker
-        self.blocking = worker.connection.blocking_client(worker.drain_delay)
+        self.blocking = worker.connection.blocking_client(worker.drain_delay,
+                                                          worker.client_name)
+        try:   # connect now: the named connection lists the worker (getWorkers) at once
+            self.blocking.client.ping()
+        except errors.OrijsError:
+            log.debug("worker %s: blocking connection not opened yet", worker.name)
         self._drained = False    # "drained" is emitted once per emptying of the queue
 
     def loop(self) -> None:
@@ -141,21 +149,24 @@ class Worker:
     """Processes jobs of one queue with ``concurrency`` threads.
 
     ``processor(job)`` returns a JSON-able value (the job's ``returnvalue``) or
-    raises (the job's ``failedReason``). Durations are seconds.
+    raises (the job's ``failedReason``); a mapping ``{job_name: function}`` routes each
+    job by its name (an unknown name fails the job). Durations are seconds.
+    ``metrics={"max_data_points": n}`` records BullMQ's per-minute completed/failed
+    counts (``Queue.get_metrics``).
     """
 
-    def __init__(self, name: str, processor: Processor, connection: ConnectionLike = None, *,
+    def __init__(self, name: str, processor: ProcessorLike, connection: ConnectionLike = None, *,
                  concurrency: int = 1, prefix: str = "bull", lock_duration: Seconds = 30.0,
                  stalled_interval: Seconds = 30.0, max_stalled_count: int = 1,
                  drain_delay: Seconds = 5.0, limiter: Optional[Mapping[str, Any]] = None,
                  remove_on_complete: Any = None, remove_on_fail: Any = None,
                  backoff_strategies: Optional[Dict[str, BackoffStrategy]] = None,
                  worker_name: Optional[str] = None, autorun: bool = False,
-                 skip_stalled_check: bool = False, max_reconnect_delay: Seconds = 5.0) -> None:
-        check.function(processor, "processor")
+                 skip_stalled_check: bool = False, max_reconnect_delay: Seconds = 5.0,
+                 metrics: Optional[Mapping[str, Any]] = None) -> None:
+        self.processor = as_processor(processor)
         self.keys = QueueKeys(prefix, name)
         self.name = name
-        self.processor = processor
         self.concurrency = check.integer(concurrency, "concurrency", minimum=1, maximum=10_000)
         self.max_stalled_count = check.integer(max_stalled_count, "max_stalled_count", minimum=0)
         self.lock_duration_ms = self._positive_ms(lock_duration, "lock_duration")
@@ -177,6 +188,8 @@ class Worker:
             check.function(fn, f"backoff_strategies[{kind!r}]")
         self.worker_name = check.optional_string(worker_name, "worker_name")
         self.skip_stalled_check = check.boolean(skip_stalled_check, "skip_stalled_check")
+        self.max_metrics_points = max_data_points(metrics)
+        self.client_name = worker_client_name(prefix, name, self.worker_name)
         check.boolean(autorun, "autorun")
         self.id = uuid.uuid4().hex
         self.connection = as_connection(connection)
@@ -338,7 +351,8 @@ class Worker:
         it stops fetching and returns False at once; a closer thread finishes closing
         (the calling job's outcome written first) once the handler returns."""
         timeout = wait_timeout(timeout)
-        if getattr(_handling, "worker", None) is self:
+        handling: object = getattr(_handling, "worker", None)
+        if handling is self:
             return self._close_from_handler(timeout)
         closed = self._close(timeout)
         with self._cv:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta
-from typing import Any, Callable, Dict, Optional, Union
+from typing import Any, Callable, Dict, Optional, Union, cast
 
 from .. import errors
-from ..job_scheduler import validate_pattern
 from .._util import Seconds, dumps, now_ms, to_seconds
+from ..job_scheduler import validate_pattern
 
 ORDERING_METHODS = ("none", "scheduler", "in-memory")
 
@@ -143,7 +143,7 @@ def ordering(method: Any, window: Optional[Seconds]) -> int:
 def default_backoff(attempt: int) -> float:
     """GroupMQ's default: 0.5 s doubled per attempt, at most 30 s (without its jitter,
     so retries are predictable)."""
-    return min(30.0, 0.5 * 2 ** (attempt - 1))
+    return min(30.0, 0.5 * 2.0 ** (attempt - 1))
 
 
 def backoff(value: Any) -> Callable[[int], float]:
@@ -152,6 +152,6 @@ def backoff(value: Any) -> Callable[[int], float]:
     if value is None:
         return default_backoff
     if callable(value):
-        return value
+        return cast(Callable[[int], float], value)
     fixed = seconds_ms(value, "backoff")
     return lambda attempt: (fixed or 0) / 1000.0

@@ -1,4 +1,4 @@
-"""The OriJS workflow layer (issue 6): multi-step workflows as flows of jobs.
+"""The OriJS workflow layer: multi-step workflows as flows of jobs.
 
 ``BullMQWorkflowProvider`` runs each workflow as a BullMQ flow (any process that
 registered the workflow may run any of its steps; results travel up the job

@@ -13,7 +13,7 @@ The hash is ``Bun.hash(flowId).toString(36)``: wyhash, seed 0, in base 36.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional, cast
 
 from ._wyhash import bun_hash
 
@@ -58,7 +58,7 @@ class FlowRegistry:
             return None
         if isinstance(text, bytes):
             return text.decode("utf-8", "replace")
-        return text
+        return cast(Optional[str], text)
 
     def register(self, flow_id: str, workflow_name: str) -> None:
         try:

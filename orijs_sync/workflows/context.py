@@ -19,7 +19,7 @@ _step_log = logging.getLogger("orijs_sync.workflows.steps")
 
 
 def step_logger(workflow_name: str, flow_id: str,
-                step_name: Optional[str]) -> logging.LoggerAdapter:
+                step_name: Optional[str]) -> "logging.LoggerAdapter[logging.Logger]":
     extra = {"workflow": workflow_name, "flow_id": flow_id, "step": step_name}
     return logging.LoggerAdapter(_step_log, extra)
 
@@ -39,7 +39,7 @@ class WorkflowContext:
     attempt: int = 1
 
     @property
-    def log(self) -> logging.LoggerAdapter:
+    def log(self) -> "logging.LoggerAdapter[logging.Logger]":
         return step_logger(self.workflow_name, self.flow_id, self.step_name)
 
     def get_result(self, step_name: str, default: Any = None) -> Any:

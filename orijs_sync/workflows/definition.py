@@ -165,7 +165,7 @@ class Workflow:
                 steps.append(self._make(item.name, item.handler, item.rollback, item.attempts,
                                         item.backoff, pending=steps))
             elif isinstance(item, tuple) and len(item) in (2, 3):
-                rollback = item[2] if len(item) == 3 else None  # type: ignore[misc]
+                rollback = item[2] if len(item) == 3 else None
                 steps.append(self._make(item[0], item[1], rollback, None, None, pending=steps))
             else:
                 raise errors.InvalidArgumentType(f"parallel() item {i} must be (name, handler) or "
@@ -227,5 +227,5 @@ def backoff_seconds(backoff: Any, attempt: int) -> float:
         return float(backoff)
     seconds = to_seconds(backoff.get("delay") or 0, "backoff delay") or 0.0
     if backoff.get("type") == "exponential":
-        return seconds * 2 ** (attempt - 1)
+        return float(seconds * 2 ** (attempt - 1))
     return seconds

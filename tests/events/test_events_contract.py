@@ -227,7 +227,7 @@ def test_not_started_and_context_manager(make_provider):
 
 
 def test_subscribing_again_replaces_the_handler(make_provider):
-    """As OriJS's registerWorker swaps the worker (issue 20)."""
+    """As OriJS's registerWorker swaps the worker."""
     provider = make_provider()
     provider.subscribe("once", lambda m: 1)
     assert provider.emit("once", {}).result(timeout=10) == 1

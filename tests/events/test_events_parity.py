@@ -1,4 +1,4 @@
-"""OriJS parity for a team porting a TypeScript service (issue 20), on both providers:
+"""OriJS parity for a team porting a TypeScript service, on both providers:
 EventSubscription's conveniences on top of the Future, registration before start()
 (also across languages, with the Node stand-in for an OriJS service)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The side keys @orijs/bullmq keeps beside a flow, byte for byte (shared/ORIJS_CONTRACT.md):
+"""The side keys @orijs/bullmq keeps beside a flow, byte for byte (docs/compatibility.md):
 Bun.hash (wyhash) against the contract's vectors, the registry and failure keys Python
 writes, the failure texts (``Step '<name>' failed: ...``, ``ORIJSError:{json}``) and
 their decoding into our errors, and when the record is written and read."""

@@ -1,4 +1,4 @@
-"""OriJS parity for a team porting a TypeScript service (issue 20): the reference's hooks,
+"""OriJS parity for a team porting a TypeScript service: the reference's hooks,
 defaults and lookups, on both providers (in-process and BullMQ)."""
 from __future__ import annotations
 

@@ -1,0 +1,48 @@
+"""The documentation site builds (mkdocs --strict, API reference from the docstrings), the
+README links it, and nothing in the repository points outside it."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = ("quickstart.md", "recipes/flask-gunicorn.md", "recipes/scripts.md", "compatibility.md",
+         "threading.md", "tuning.md", "guarantees.md", "reference.md", "architecture.md",
+         "benchmarks.md", "cli.md", "monitoring.md")
+
+
+def test_mkdocs_builds_strict_with_the_api_reference(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d",
+                           str(tmp_path)], cwd=str(ROOT), capture_output=True, text=True,
+                          timeout=300, stdin=subprocess.DEVNULL,
+                          env=dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 0, proc.stderr
+    reference = (tmp_path / "reference" / "index.html").read_text()
+    for documented in ("add_bulk", "get_metrics", "get_workers", "wait_until_finished"):
+        assert documented in reference
+    for page in PAGES:
+        assert (ROOT / "docs" / page).is_file(), page
+
+
+def test_readme_links_the_docs():
+    readme = (ROOT / "README.md").read_text()
+    assert "docs/index.md" in readme and "mkdocs" in readme
+
+
+def test_nothing_refers_outside_the_repository():
+    files = subprocess.run(["git", "ls-files"], cwd=str(ROOT), capture_output=True, text=True,
+                           check=True, timeout=60).stdout.split()
+    outside = re.compile(r"\bshared/[A-Z]|\(issue \d+\)|\bissue \d+\b")
+    found = []
+    for name in files:
+        path = ROOT / name
+        if path.suffix not in (".py", ".md", ".js", ".lua", ".cfg", ".toml", ".yml") or \
+                name == "tests/core/test_docs.py":
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if outside.search(line):
+                found.append(f"{name}:{number}: {line.strip()}")
+    assert found == []
