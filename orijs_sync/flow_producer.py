@@ -26,6 +26,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from . import _fork
 from . import options as job_options
+from ._cluster import check_flow
 from ._job_flow import PARENT_FLAGS, attach_to_parent, children_keys, parent_link
 from .connection import ConnectionLike, ConnectionOwner, RedisConnection
 from .job import Job
@@ -103,6 +104,8 @@ class FlowProducer(ConnectionOwner):
         ordered: List[_Planned] = []
         for plan in plans:
             self._flatten(plan, ordered)
+        if self.connection.is_cluster:
+            check_flow([(p.queue.prefix, p.queue.name) for p in ordered])
         pipe = self.client.pipeline(transaction=True)
         for planned in ordered:
             planned.call.run(planned.queue.scripts, client=pipe)

@@ -6,6 +6,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from . import errors
 from . import options as job_options
+from ._cluster import check_queue
 from ._job_flow import attach_to_parent
 from ._queue_control import QueueControlMixin
 from ._queue_schedulers import SchedulerQueueMixin
@@ -85,6 +86,7 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin):
         self.name = name
         self.prefix = prefix
         self.keys = QueueKeys(prefix, name)
+        check_queue(connection, prefix, name)
         self._use_connection(connection)
         self.scripts = Scripts(self.client)
         self.default_job_options = dict(default_job_options or {})

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _fork, errors
+from ._cluster import check_queue
 from ._futures import result_or_named_timeout, settle
 from ._roles import Role
 from ._util import loads
@@ -139,6 +140,7 @@ class QueueEvents:
     def add_queue(self, name: str) -> None:
         """Watch one more queue; its events from now on are delivered."""
         key = QueueKeys(self.prefix, name).events
+        check_queue(self.connection, self.prefix, name)
         self.resume_after_fork()
         with self._lock:
             if key in self._streams:

@@ -73,6 +73,8 @@ class Scripts:
 
     def run(self, name: str, keys: Sequence[Any], args: Sequence[Any],
             client: Optional[Any] = None) -> Any:
+        if hasattr(client, "run_script"):      # a cluster pipeline: EVAL (see _cluster.py)
+            return client.run_script(source(name), keys, args)
         return self.get(name)(keys=list(keys), args=list(args), client=client or self._client)
 
     def run_direct(self, conn: Any, name: str, keys: Sequence[Any], args: Sequence[Any],

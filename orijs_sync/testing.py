@@ -21,7 +21,8 @@ from typing import Callable, Iterator, List, Optional, Sequence
 
 import redis
 
-__all__ = ["RedisServer", "redis_for_tests", "local_redis", "wait_until", "orijs_threads"]
+__all__ = ["RedisServer", "ClusterServers", "SentinelServers", "redis_for_tests", "local_redis",
+           "wait_until", "orijs_threads"]
 
 
 def _free_port() -> int:
@@ -64,11 +65,8 @@ class RedisServer:
 
     def _start_once(self, timeout: float) -> bool:
         self._dir = tempfile.TemporaryDirectory(prefix="orijs-redis-")
-        self._proc = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", self._dir.name,
-             "--daemonize", "no", "--loglevel", "warning", *self.args],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._proc = subprocess.Popen(self._command(self._dir.name),
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         client = redis.Redis(port=self.port, socket_connect_timeout=0.5, password=self.password)
         try:
@@ -83,6 +81,15 @@ class RedisServer:
             client.close()
         self.stop()
         return False
+
+    def _command(self, directory: str) -> List[str]:
+        return [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
+                "--save", "", "--appendonly", "no", "--dir", directory,
+                "--daemonize", "no", "--loglevel", "warning", *self.args]
+
+    @property
+    def pid(self) -> Optional[int]:
+        return self._proc.pid if self._proc is not None else None
 
     def kill(self) -> None:
         """Kill -9 the server (fault tests)."""
@@ -104,6 +111,191 @@ class RedisServer:
             self._dir = None
 
     def __enter__(self) -> "RedisServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class ClusterServers:
+    """A Redis Cluster of ``primaries`` primaries (each with ``replicas`` replicas) on free
+    loopback ports, made with ``redis-cli --cluster create``; a context manager that
+    stops every server it started by PID. ``startup_nodes`` is what ``connection=`` takes."""
+
+    def __init__(self, primaries: int = 3, replicas: int = 0, *, node_timeout: float = 2.0,
+                 timeout: float = 60.0) -> None:
+        self.primaries, self.replicas = primaries, replicas
+        self.node_timeout, self.timeout = node_timeout, timeout
+        self.servers: List[RedisServer] = []
+
+    @property
+    def startup_nodes(self) -> List[dict]:
+        return [{"host": "127.0.0.1", "port": s.port} for s in self.servers]
+
+    @property
+    def urls(self) -> List[str]:
+        return [s.url for s in self.servers]
+
+    def start(self) -> "ClusterServers":
+        args = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                "--cluster-node-timeout", str(int(self.node_timeout * 1000)),
+                "--cluster-require-full-coverage", "no"]
+        try:
+            for _ in range(self.primaries * (1 + self.replicas)):
+                self.servers.append(RedisServer(args=args).start())
+            cli = shutil.which("redis-cli") or "redis-cli"
+            subprocess.run([cli, "--cluster", "create",
+                            *[f"127.0.0.1:{s.port}" for s in self.servers],
+                            "--cluster-replicas", str(self.replicas), "--cluster-yes"],
+                           check=True, timeout=self.timeout, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE)
+            wait_until(self.healthy, self.timeout, "the cluster to agree on every slot", 0.1)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def healthy(self) -> bool:
+        """Every node up, knowing every other, all slots served, every replica linked."""
+        for server in self.servers:
+            if server.pid is None:
+                continue
+            client = redis.Redis(port=server.port, socket_timeout=2, decode_responses=True)
+            try:
+                info = client.cluster("info")
+                replication = client.info("replication")
+            except redis.exceptions.RedisError:
+                return False
+            finally:
+                client.close()
+            if info.get("cluster_state") != "ok" or int(info["cluster_slots_ok"]) != 16384:
+                return False
+            if replication["role"] == "slave" and replication["master_link_status"] != "up":
+                return False
+        return True
+
+    def server_at(self, port: int) -> RedisServer:
+        return next(s for s in self.servers if s.port == port)
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.stop()
+        self.servers = []
+
+    def __enter__(self) -> "ClusterServers":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class _Sentinel(RedisServer):
+    """A ``redis-server --sentinel`` watching one primary."""
+
+    def __init__(self, primary_port: int, service_name: str, down_after: float) -> None:
+        super().__init__()
+        self.primary_port, self.service_name, self.down_after = (primary_port, service_name,
+                                                                  down_after)
+
+    def _command(self, directory: str) -> List[str]:
+        conf = os.path.join(directory, "sentinel.conf")
+        name = self.service_name
+        with open(conf, "w") as handle:
+            handle.write(f"sentinel monitor {name} 127.0.0.1 {self.primary_port} 2\n"
+                         f"sentinel down-after-milliseconds {name} {int(self.down_after * 1000)}\n"
+                         f"sentinel failover-timeout {name} 10000\n"
+                         f"sentinel parallel-syncs {name} 1\n")
+        return [self.binary, conf, "--sentinel", "--port", str(self.port), "--bind", "127.0.0.1",
+                "--dir", directory, "--daemonize", "no", "--loglevel", "warning"]
+
+
+class SentinelServers:
+    """A primary, ``replicas`` replicas and ``sentinels`` sentinels (quorum 2) on free
+    loopback ports; a context manager that stops every server it started by PID."""
+
+    def __init__(self, *, replicas: int = 1, sentinels: int = 3, service_name: str = "mymaster",
+                 down_after: float = 1.0, timeout: float = 60.0) -> None:
+        self.service_name, self.timeout = service_name, timeout
+        self.n_replicas, self.n_sentinels, self.down_after = replicas, sentinels, down_after
+        self.servers: List[RedisServer] = []
+        self.sentinels: List[RedisServer] = []
+
+    @property
+    def sentinel_addresses(self) -> List[tuple]:
+        return [("127.0.0.1", s.port) for s in self.sentinels]
+
+    @property
+    def connection(self) -> dict:
+        """What ``connection=`` takes for this set."""
+        return {"sentinels": self.sentinel_addresses, "service_name": self.service_name}
+
+    def start(self) -> "SentinelServers":
+        try:
+            primary = RedisServer().start()
+            self.servers.append(primary)
+            for _ in range(self.n_replicas):
+                self.servers.append(RedisServer(
+                    args=["--replicaof", "127.0.0.1", str(primary.port)]).start())
+            for _ in range(self.n_sentinels):
+                self.sentinels.append(
+                    _Sentinel(primary.port, self.service_name, self.down_after).start())
+            wait_until(self.ready, self.timeout, "sentinels to see the replicas and each other",
+                       0.1)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _ask(self, sentinel: RedisServer, *args: str) -> object:
+        client = redis.Redis(port=sentinel.port, socket_timeout=2, decode_responses=True)
+        try:
+            return client.execute_command(*args)
+        finally:
+            client.close()
+
+    def ready(self) -> bool:
+        name = self.service_name
+        try:
+            return all(
+                len(self._ask(s, "SENTINEL", "REPLICAS", name)) >= self.n_replicas  # type: ignore
+                and len(self._ask(s, "SENTINEL", "SENTINELS", name)) >= self.n_sentinels - 1  # type: ignore
+                for s in self.sentinels)
+        except redis.exceptions.RedisError:
+            return False
+
+    def primary_port(self) -> int:
+        """The port the first sentinel names as the primary now."""
+        reply = self._ask(self.sentinels[0], "SENTINEL", "GET-MASTER-ADDR-BY-NAME",
+                          self.service_name)
+        return int(reply[1])  # type: ignore[index]
+
+    def primary(self) -> RedisServer:
+        port = self.primary_port()
+        return next(s for s in self.servers if s.port == port)
+
+    def failover(self) -> int:
+        """``SENTINEL FAILOVER``; returns the new primary's port once it answers as one."""
+        old = self.primary_port()
+        self._ask(self.sentinels[0], "SENTINEL", "FAILOVER", self.service_name)
+
+        def moved() -> bool:
+            port = self.primary_port()
+            if port == old:
+                return False
+            client = redis.Redis(port=port, socket_timeout=2, decode_responses=True)
+            try:
+                return client.info("replication")["role"] == "master"
+            finally:
+                client.close()
+        wait_until(moved, self.timeout, "the sentinels to promote a replica", 0.05)
+        return self.primary_port()
+
+    def stop(self) -> None:
+        for server in [*self.sentinels, *self.servers]:
+            server.stop()
+        self.sentinels, self.servers = [], []
+
+    def __enter__(self) -> "SentinelServers":
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
