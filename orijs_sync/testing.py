@@ -302,6 +302,22 @@ class SentinelServers:
         self.stop()
 
 
+def cluster_supported() -> bool:
+    """Whether ``redis-server`` and ``redis-cli`` here can make a cluster."""
+    server, cli = shutil.which("redis-server"), shutil.which("redis-cli")
+    if not server or not cli:
+        return False
+    try:
+        with RedisServer(server, args=["--cluster-enabled", "yes"]) as probe:
+            client = redis.Redis(port=probe.port, decode_responses=True)
+            try:
+                return client.info("cluster").get("cluster_enabled") == 1
+            finally:
+                client.close()
+    except (RuntimeError, redis.exceptions.RedisError):
+        return False
+
+
 def _docker_answers() -> bool:
     try:
         import docker  # type: ignore[import-untyped]
@@ -389,6 +405,15 @@ if pytest is not None:
         """The URL of a Redis for this test session."""
         with redis_for_tests() as url:
             yield url
+
+    @pytest.fixture(scope="session")
+    def redis_cluster() -> Iterator[ClusterServers]:
+        """A throwaway 3-primary Redis Cluster for this session (skipped only when
+        ``redis-server`` cannot run in cluster mode)."""
+        if not cluster_supported():
+            pytest.skip("this redis-server has no cluster support (--cluster-enabled)")
+        with ClusterServers(3) as cluster:
+            yield cluster
 
     @pytest.fixture
     def namespace(redis_url: str) -> Iterator[str]:
