@@ -299,11 +299,20 @@ class NodeStreams:
             return self._collect(block_ms / 1000.0 + 1.0)
         except (redis.exceptions.RedisError, OSError) as exc:
             self._reset()
+            if self.owner.take_interrupt():
+                return []           # woken on purpose: read again with the new streams
+            self._refresh_slots(exc)
             if isinstance(exc, (redis.exceptions.ResponseError, redis.exceptions.ClusterError)):
-                log.info("events: %s; reading the cluster's slots again", exc)
-                self.client.nodes_manager.initialize()
-                return []
+                return []           # MOVED/ASK/CLUSTERDOWN: the slots were read again
             raise errors.ConnectionError(f"Redis at {self.client.address} failed: {exc}") from exc
+
+    def _refresh_slots(self, cause: BaseException) -> None:
+        """Read the cluster's slot map again (after a resharding or a failover)."""
+        log.info("events: %s; reading the cluster's slots again", cause)
+        try:
+            self.client.nodes_manager.initialize()
+        except redis.exceptions.RedisError as exc:
+            log.info("events: the cluster's slots are not readable yet: %s", exc)
 
     def _collect(self, timeout: float) -> List[Any]:
         waiting = {self._conns[name]._sock: name for name, out in self._pending.items() if out}

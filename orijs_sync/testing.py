@@ -174,6 +174,45 @@ class ClusterServers:
                 return False
         return True
 
+    def _client(self, port: int) -> redis.Redis:
+        return redis.Redis(port=port, socket_timeout=5, decode_responses=True)
+
+    def owner_port(self, slot: int) -> int:
+        """The port of the primary serving ``slot`` now (as the first node answering says)."""
+        for server in self.servers:
+            client = self._client(server.port)
+            try:
+                ranges = client.execute_command("CLUSTER", "SLOTS")
+            except redis.exceptions.ConnectionError:
+                continue            # a node killed by the test
+            finally:
+                client.close()
+            for first, last, primary, *_ in ranges:
+                if first <= slot <= last:
+                    return int(primary[1])
+        raise LookupError(f"no node serves slot {slot}")
+
+    def move_slot(self, slot: int, to_port: int) -> None:
+        """Reshard one slot to the primary at ``to_port``, keys included, as
+        ``redis-cli --cluster reshard`` does (IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE)."""
+        src, dst = self._client(self.owner_port(slot)), self._client(to_port)
+        try:
+            src_id, dst_id = src.execute_command("CLUSTER", "MYID"), dst.execute_command(
+                "CLUSTER", "MYID")
+            dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", src_id)
+            src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id)
+            while True:
+                keys = src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 100)
+                if not keys:
+                    break
+                src.execute_command("MIGRATE", "127.0.0.1", to_port, "", 0, 5000, "REPLACE",
+                                    "KEYS", *keys)
+            for client in (dst, src):
+                client.execute_command("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
+        finally:
+            src.close()
+            dst.close()
+
     def server_at(self, port: int) -> RedisServer:
         return next(s for s in self.servers if s.port == port)
 
