@@ -26,7 +26,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, ClusterPipeline, RedisCluster, key_slot
 from redis.retry import Retry
-from redis.sentinel import Sentinel, SentinelConnectionPool
+from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
 from . import _fork, errors
 from .connection import BlockingClient, RedisConnection, refused
@@ -353,6 +353,26 @@ def _pairs(fields: Any) -> Dict[str, str]:
     return dict(zip(fields[::2], fields[1::2]))
 
 
+class _PrimaryConnection(SentinelManagedConnection):
+    """A Sentinel-managed connection that also leaves a primary refusing writes for want
+    of replicas (``NOREPLICAS``, with ``min-replicas-to-write``): after a failover the
+    old primary says so until the sentinels demote it, and the next connection asks
+    the sentinels again (redis-py does this for ``READONLY`` only)."""
+
+    def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().read_response(*args, **kwargs)
+        except redis.exceptions.ResponseError as exc:
+            if not str(exc).startswith("NOREPLICAS") or not self.connection_pool.is_master:
+                raise
+            self.disconnect()
+            raise redis.exceptions.ConnectionError(f"the primary refuses writes: {exc}") from exc
+
+
+class _PrimarySSLConnection(_PrimaryConnection, redis.SSLConnection):
+    pass
+
+
 class SentinelConnection(RedisConnection):
     """A primary found through Sentinel: every new connection asks the sentinels."""
 
@@ -382,8 +402,8 @@ class SentinelConnection(RedisConnection):
         manager = Sentinel([tuple(s) for s in sentinel_options["sentinels"]],
                            sentinel_kwargs=sentinel_kwargs)
         service = sentinel_options["service_name"]
-        if issubclass(self._connection_class, redis.SSLConnection):
-            kwargs["ssl"] = True
+        ssl = issubclass(self._connection_class, redis.SSLConnection)
+        kwargs["connection_class"] = _PrimarySSLConnection if ssl else _PrimaryConnection
 
         def make_pool() -> redis.ConnectionPool:
             return SentinelConnectionPool(service, manager, max_connections=max_connections,

@@ -103,7 +103,15 @@ class Scripts:
 
 def _send(conn: Any, command: Sequence[Any]) -> None:
     try:
-        conn.send_command(*command)
+        _connected(conn).send_command(*command)
     except (redis.exceptions.ConnectionError, OSError):
         conn.disconnect()
-        conn.send_command(*command)
+        _connected(conn).send_command(*command)
+
+
+def _connected(conn: Any) -> Any:
+    """``conn``, connected through its own ``connect()``: a Sentinel-managed connection
+    asks the sentinels for the primary there (a bare send would skip that)."""
+    if getattr(conn, "_sock", None) is None:
+        conn.connect()
+    return conn

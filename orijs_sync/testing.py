@@ -117,6 +117,21 @@ class RedisServer:
         self.stop()
 
 
+# A replica's first sync starts at once (Redis waits 5 s by default for more replicas).
+_QUICK_SYNC = ("--repl-diskless-sync-delay", "0")
+
+
+def _replicas_linked(replicas: Sequence[RedisServer]) -> bool:
+    for server in replicas:
+        client = redis.Redis(port=server.port, socket_timeout=2, decode_responses=True)
+        try:
+            if client.info("replication").get("master_link_status") != "up":
+                return False
+        finally:
+            client.close()
+    return True
+
+
 class ClusterServers:
     """A Redis Cluster of ``primaries`` primaries (each with ``replicas`` replicas) on free
     loopback ports, made with ``redis-cli --cluster create``; a context manager that
@@ -139,7 +154,7 @@ class ClusterServers:
     def start(self) -> "ClusterServers":
         args = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                 "--cluster-node-timeout", str(int(self.node_timeout * 1000)),
-                "--cluster-require-full-coverage", "no"]
+                "--cluster-require-full-coverage", "no", *_QUICK_SYNC]
         try:
             for _ in range(self.primaries * (1 + self.replicas)):
                 self.servers.append(RedisServer(args=args).start())
@@ -253,8 +268,10 @@ class SentinelServers:
     loopback ports; a context manager that stops every server it started by PID."""
 
     def __init__(self, *, replicas: int = 1, sentinels: int = 3, service_name: str = "mymaster",
-                 down_after: float = 1.0, timeout: float = 60.0) -> None:
+                 down_after: float = 1.0, timeout: float = 60.0,
+                 primary_args: Sequence[str] = ()) -> None:
         self.service_name, self.timeout = service_name, timeout
+        self.primary_args = list(primary_args)
         self.n_replicas, self.n_sentinels, self.down_after = replicas, sentinels, down_after
         self.servers: List[RedisServer] = []
         self.sentinels: List[RedisServer] = []
@@ -270,11 +287,11 @@ class SentinelServers:
 
     def start(self) -> "SentinelServers":
         try:
-            primary = RedisServer().start()
+            primary = RedisServer(args=[*_QUICK_SYNC, *self.primary_args]).start()
             self.servers.append(primary)
             for _ in range(self.n_replicas):
                 self.servers.append(RedisServer(
-                    args=["--replicaof", "127.0.0.1", str(primary.port)]).start())
+                    args=["--replicaof", "127.0.0.1", str(primary.port), *_QUICK_SYNC]).start())
             for _ in range(self.n_sentinels):
                 self.sentinels.append(
                     _Sentinel(primary.port, self.service_name, self.down_after).start())
@@ -295,7 +312,7 @@ class SentinelServers:
     def ready(self) -> bool:
         name = self.service_name
         try:
-            return all(
+            return _replicas_linked(self.servers[1:]) and all(
                 len(self._ask(s, "SENTINEL", "REPLICAS", name)) >= self.n_replicas  # type: ignore
                 and len(self._ask(s, "SENTINEL", "SENTINELS", name)) >= self.n_sentinels - 1  # type: ignore
                 for s in self.sentinels)
