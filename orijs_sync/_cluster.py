@@ -169,6 +169,8 @@ class ClusterConnection(RedisConnection):
     slot); blocking roles get a cluster client of their own."""
 
     is_cluster = True
+    _nodes: List[ClusterNode]
+    _options: Dict[str, Any]
 
     def __init__(self, connection: Any = None, *, max_connections: Optional[int] = None) -> None:
         if isinstance(connection, ClusterConnection):
@@ -184,7 +186,7 @@ class ClusterConnection(RedisConnection):
         self._nodes, self._options = nodes, options
         self._kwargs, self._connection_class = options, redis.Connection
         self.address = "cluster " + ",".join(f"{n.host}:{n.port}" for n in nodes)
-        self.client = self._make_cluster(dict(options))
+        self.client = self._make_cluster(dict(options))  # type: ignore[assignment]
         self._closed = False
         self._local = threading.local()
         self._direct_lock = threading.Lock()
@@ -216,7 +218,7 @@ class ClusterConnection(RedisConnection):
             timeout = longest_block + 5
         client = self._make_cluster(dict(self._options), socket_timeout=timeout,
                                     retry=Retry(NoBackoff(), 0))
-        blocking = ClusterBlockingClient(client)
+        blocking = ClusterBlockingClient(client)  # type: ignore[arg-type]
         client.node_streams = NodeStreams(client, blocking)  # type: ignore[attr-defined]
         return blocking
 
@@ -239,7 +241,7 @@ class ClusterBlockingClient(BlockingClient):
 
     def _sockets(self) -> List[Any]:
         sockets = []
-        for node in self.client.get_nodes():
+        for node in self.client.get_nodes():  # type: ignore[attr-defined]
             pool = getattr(node.redis_connection, "connection_pool", None)
             sockets += [getattr(c, "_sock", None)
                         for c in list(getattr(pool, "_in_use_connections", ()))]

@@ -73,7 +73,7 @@ class Scripts:
 
     def run(self, name: str, keys: Sequence[Any], args: Sequence[Any],
             client: Optional[Any] = None) -> Any:
-        if hasattr(client, "run_script"):      # a cluster pipeline: EVAL (see _cluster.py)
+        if client is not None and hasattr(client, "run_script"):   # a cluster pipeline: EVAL
             return client.run_script(source(name), keys, args)
         return self.get(name)(keys=list(keys), args=list(args), client=client or self._client)
 
