@@ -17,10 +17,11 @@ reconnect reaches the new primary.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import select
 import threading
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import redis
 from redis.backoff import NoBackoff
@@ -95,18 +96,25 @@ def check_flow(queues: Sequence[Tuple[str, str]]) -> None:
             f"prefix='{{flows}}' for all of them); these differ: {listed}")
 
 
+@contextlib.contextmanager
+def _translated(address: str) -> Iterator[None]:
+    """Cluster failures as the library's errors, naming the cluster."""
+    try:
+        yield
+    except _CLUSTER_ERRORS as exc:
+        raise errors.ConnectionError(f"Redis at {address} failed: {exc}") from exc
+    except redis.exceptions.NoPermissionError as exc:
+        raise refused(exc, address) from exc
+
+
 class ClusterClient(RedisCluster):
     """A ``RedisCluster`` whose failures raise the library's errors, naming the cluster."""
 
     address = "cluster"
 
     def execute_command(self, *args: Any, **kwargs: Any) -> Any:
-        try:
+        with _translated(self.address):
             return super().execute_command(*args, **kwargs)
-        except _CLUSTER_ERRORS as exc:
-            raise errors.ConnectionError(f"Redis at {self.address} failed: {exc}") from exc
-        except redis.exceptions.NoPermissionError as exc:
-            raise refused(exc, self.address) from exc
 
     def pipeline(self, transaction: Any = None, shard_hint: Any = None) -> Any:
         pipe = super().pipeline(transaction, shard_hint)
@@ -126,10 +134,8 @@ class _ClusterPipeline(ClusterPipeline):
     address = "cluster"
 
     def execute(self, raise_on_error: bool = True) -> Any:
-        try:
+        with _translated(self.address):
             return super().execute(raise_on_error)
-        except _CLUSTER_ERRORS as exc:
-            raise errors.ConnectionError(f"Redis at {self.address} failed: {exc}") from exc
 
     def run_script(self, source: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
         """EVAL, not EVALSHA, inside a cluster pipeline: a node that never saw the
