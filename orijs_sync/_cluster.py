@@ -334,7 +334,7 @@ class NodeStreams:
             self._pending[name] = False
             if isinstance(reply, dict):     # RESP3 answers a map
                 reply = list(reply.items())
-            replies += [(stream, [(entry_id, _pairs(fields)) for entry_id, fields in entries])
+            replies += [(stream, [(entry_id, as_dict(fields)) for entry_id, fields in entries])
                         for stream, entries in reply or ()]
         return replies
 
@@ -355,7 +355,8 @@ class NodeStreams:
         self._reset()
 
 
-def _pairs(fields: Any) -> Dict[str, str]:
+def as_dict(fields: Any) -> Dict[str, str]:
+    """A hash reply as a dict: a cluster pipeline leaves ``HSCAN``'s flat list as is."""
     if isinstance(fields, dict):
         return fields
     return dict(zip(fields[::2], fields[1::2]))
