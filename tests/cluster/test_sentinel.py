@@ -130,3 +130,36 @@ def _lost_ids(port: int, acked: List[str]) -> Set[str]:
         return {j for j in acked if _state(client, j) == "lost"}
     finally:
         client.close()
+
+
+def test_providers_carry_on_across_a_failover(sentinel_set):
+    from orijs_sync.events import BullMQEventProvider
+    from orijs_sync.workflows import BullMQWorkflowProvider, Workflow
+
+    conn = sentinel_set.connection
+    flow = Workflow("Order").step("price", lambda ctx: ctx.data["n"] * 2)
+    with BullMQEventProvider(conn, queue_prefix="{sn}.event") as events, \
+            BullMQWorkflowProvider(conn, queue_prefix="{sn}.workflow") as workflows:
+        events.subscribe("order.created", lambda m: {"id": m.payload["id"]})
+        workflows.register(flow)
+        events.start()
+        workflows.start()
+        assert events.emit("order.created", {"id": 1}).result(timeout=20) == {"id": 1}
+        assert workflows.execute(flow, {"n": 2}).result(timeout=20)["price"] == 4
+        sentinel_set.failover()
+        # A call on a connection to the old primary fails (ConnectionError, for the
+        # caller to retry); the next one reaches the new primary.
+        assert _retried(lambda: events.emit("order.created", {"id": 2}).result(timeout=60)) \
+            == {"id": 2}
+        assert _retried(lambda: workflows.execute(flow, {"n": 3}).result(timeout=60))["price"] \
+            == 6
+
+
+def _retried(call, attempts: int = 5):
+    for attempt in range(attempts):
+        try:
+            return call()
+        except errors.ConnectionError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5)
