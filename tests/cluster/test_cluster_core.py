@@ -180,3 +180,19 @@ def _wait_replicated(port: int) -> None:
         assert client.execute_command("WAIT", 1, 5000) >= 1
     finally:
         client.close()
+
+
+def test_a_queue_added_to_a_running_events_thread_on_another_node(cluster_conn, redis_cluster,
+                                                                    spread_names):
+    first, second = spread_names(2)
+    assert redis_cluster.owner_port(slot_of("bull", first)) != \
+        redis_cluster.owner_port(slot_of("bull", second))
+    seen: List[str] = []
+    with QueueEvents(first, connection=cluster_conn, block_timeout=30) as events, \
+            Queue(second, connection=cluster_conn) as queue:
+        events.on_event(lambda e: e.event == "added" and seen.append(e.queue))
+        time.sleep(0.3)                 # the XREAD on the first queue's node is waiting
+        events.add_queue(second)
+        queue.add("x", {})
+        # Well within the 30 s block: the new stream was read at once, not after it.
+        wait_until(lambda: second in seen, 10, "the new queue's event")
