@@ -30,7 +30,7 @@ from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
 from . import _fork, errors
-from .connection import BlockingClient, RedisConnection, refused
+from .connection import _POOL_INTERNALS, BlockingClient, RedisConnection, refused
 
 log = logging.getLogger(__name__)
 
@@ -279,11 +279,13 @@ class NodeStreams:
         if conn is None:
             kwargs = dict(self.client.nodes_manager.connection_kwargs, host=node.host,
                           port=node.port)
-            for key in ("connection_pool", "retry", "redis_connect_func"):
+            for key in ("connection_pool", "retry", "redis_connect_func", *_POOL_INTERNALS):
                 kwargs.pop(key, None)
-            conn_class = redis.SSLConnection if kwargs.pop("ssl", False) else redis.Connection
-            kwargs = {k: v for k, v in kwargs.items() if not k.startswith("ssl") or
-                      conn_class is redis.SSLConnection}
+            ssl = kwargs.pop("ssl", False)
+            conn_class = kwargs.pop("connection_class", None) or (
+                redis.SSLConnection if ssl else redis.Connection)
+            if not issubclass(conn_class, redis.SSLConnection):
+                kwargs = {k: v for k, v in kwargs.items() if not k.startswith("ssl_")}
             conn = conn_class(**kwargs)
             with self._lock:
                 self._conns[node.name] = conn
