@@ -329,10 +329,14 @@ class SentinelServers:
         port = self.primary_port()
         return next(s for s in self.servers if s.port == port)
 
-    def failover(self) -> int:
-        """``SENTINEL FAILOVER``; returns the new primary's port once it answers as one."""
+    def failover(self, kill: bool = False) -> int:
+        """``SENTINEL FAILOVER`` (or, with ``kill``, kill -9 the primary and let the
+        sentinels notice); returns the new primary's port once it answers as one."""
         old = self.primary_port()
-        self._ask(self.sentinels[0], "SENTINEL", "FAILOVER", self.service_name)
+        if kill:
+            self.primary().kill()
+        else:
+            self._ask(self.sentinels[0], "SENTINEL", "FAILOVER", self.service_name)
 
         def moved() -> bool:
             port = self.primary_port()

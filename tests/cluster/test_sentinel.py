@@ -37,7 +37,8 @@ def test_sentinel_connection_form_and_url_errors(sentinel_set):
         Queue("plain", connection={"sentinels": sentinel_set.sentinel_addresses})
 
 
-def test_2000_jobs_across_a_forced_failover(sentinel_set):
+@pytest.mark.parametrize("kill", [False, True], ids=["sentinel-failover", "primary-killed"])
+def test_2000_jobs_across_a_forced_failover(sentinel_set, kill):
     conn = sentinel_set.connection
     lock = threading.Lock()
     acked: List[str] = []            # ids the primary acknowledged to the producer
@@ -80,7 +81,7 @@ def test_2000_jobs_across_a_forced_failover(sentinel_set):
         try:
             wait_until(lambda: len(processed) >= TOTAL // 3, 60, "a third of the jobs")
             failover_at = time.monotonic()
-            new_port = sentinel_set.failover()
+            new_port = sentinel_set.failover(kill=kill)
             promoted_at = time.monotonic()
             wait_until(lambda: any(t > promoted_at for t in completions), 60,
                        "a job finished on the new primary")
@@ -100,7 +101,8 @@ def test_2000_jobs_across_a_forced_failover(sentinel_set):
         finally:
             stop.set()
             producer.join(10)
-    print(f"\nSENTINEL FAILOVER: {len(acked)} jobs acknowledged, {len(processed)} processed, "
+    how = "primary killed" if kill else "SENTINEL FAILOVER"
+    print(f"\n{how}: {len(acked)} jobs acknowledged, {len(processed)} processed, "
           f"{lost} lost (acknowledged by the old primary, never replicated), "
           f"promotion took {promoted_at - failover_at:.2f}s, first job done on the new "
           f"primary {recovered_at - promoted_at:.2f}s after it")
