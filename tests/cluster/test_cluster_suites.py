@@ -2,7 +2,7 @@
 3-primary Redis Cluster: the same test functions (imported here, same assertions),
 with this module's fixtures: ``redis_url`` is the cluster's connection, queue names
 carry a hash tag (each test's own, so tests spread over the cluster's nodes), and
-``r`` is a redis-py cluster client. A few tests that start other processes with a
+``r`` is a redis-py cluster client (tests/conftest.py's ``queue`` and ``events`` use them). A few tests that start other processes with a
 Redis URL, or look at one server as a whole, are left to the single-Redis run."""
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import test_flow_producer  # noqa: E402
 import test_job_schedulers  # noqa: E402
 import test_lifecycle  # noqa: E402
 
-from orijs_sync import FlowProducer, Queue, QueueEvents  # noqa: E402
+from orijs_sync import FlowProducer  # noqa: E402
 
 # Tests that hand a URL to another process, or read a single server's whole keyspace.
 SKIP = {"test_two_processes_upserting_one_id_make_one_series"}
@@ -71,20 +71,6 @@ def qname(namespace: str) -> str:
 @pytest.fixture
 def qn(namespace: str) -> Callable[[str], str]:
     return lambda base: f"{base}-{namespace}"
-
-
-@pytest.fixture
-def queue(redis_url: Any, qname: str) -> Iterator[Queue]:
-    q = Queue(qname, connection=redis_url)
-    yield q
-    q.close()
-
-
-@pytest.fixture
-def events(redis_url: Any, qname: str) -> Iterator[QueueEvents]:
-    ev = QueueEvents(qname, connection=redis_url)
-    yield ev
-    ev.close()
 
 
 @pytest.fixture
