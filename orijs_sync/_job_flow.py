@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Union
 
 from . import errors
+from ._cluster import as_dict
 from ._util import loads, now_ms
 
 DEPENDENCY_TYPES = ("processed", "unprocessed", "ignored", "failed")
@@ -107,9 +108,9 @@ class FlowJobMixin:
             pipe.hscan(self._flow_key("failed"), 0, count=count)
             pipe.zrange(self._flow_key("unsuccessful"), 0, count - 1)
             (_, processed), (_, unprocessed), (_, ignored), failed = pipe.execute()
-            processed = dict(list(processed.items())[:count])
+            processed = dict(list(as_dict(processed).items())[:count])
             unprocessed = list(unprocessed)[:count]
-            ignored = dict(list(ignored.items())[:count])
+            ignored = dict(list(as_dict(ignored).items())[:count])
         return {"processed": {key: loads(value) for key, value in processed.items()},
                 "unprocessed": sorted(unprocessed),
                 "ignored": dict(ignored),

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar, Union, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, Union, cast
 
 import redis
 from redis.client import Pipeline
 
 from . import _fork, _workers_list, errors
 
-ConnectionLike = Union[str, Mapping[str, Any], redis.Redis, "RedisConnection", None]
+# A cluster is also a list of URLs or a redis.cluster.RedisCluster (see _cluster.py).
+ConnectionLike = Union[str, Mapping[str, Any], Sequence[Any], redis.Redis, "RedisConnection",
+                       "redis.cluster.RedisCluster", None]
 
 _REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 # What redis-py adds to a pool's connection_kwargs for that pool alone: never copied.
@@ -110,8 +112,11 @@ class RedisConnection:
     """Owns the connection pool shared by one component, and makes blocking clients.
 
     Thread-safe: ``client`` is a pooled ``redis.Redis``; each blocking role asks
-    :meth:`blocking_client` for a client with a connection of its own.
+    :meth:`blocking_client` for a client with a connection of its own. A cluster or a
+    Sentinel is a subclass (``orijs_sync._cluster``), made by :func:`as_connection`.
     """
+
+    is_cluster = False      # keys of one queue must share a slot; no direct connections
 
     def __init__(self, connection: ConnectionLike = None, *,
                  max_connections: Optional[int] = None) -> None:
@@ -187,6 +192,9 @@ class RedisConnection:
             return redis.ConnectionPool(connection_class=connection_class,
                                         max_connections=max_connections, **dict(kwargs))
 
+        return self._client_on(make_pool)
+
+    def _client_on(self, make_pool: Callable[[], redis.ConnectionPool]) -> Client:
         client = Client(connection_pool=make_pool())
         client.address = self.address
         client.make_pool = make_pool
@@ -255,14 +263,18 @@ class BlockingClient:
     def interrupt(self) -> None:
         with self._lock:
             self._interrupted = True
-            pool = self.client.connection_pool
-            for conn in list(getattr(pool, "_in_use_connections", ())):
-                sock = getattr(conn, "_sock", None)
-                if sock is not None:
-                    try:
-                        sock.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
+            for sock in self._sockets():
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def _sockets(self) -> List[socket.socket]:
+        """The sockets of the blocking calls in progress."""
+        pool = self.client.connection_pool
+        return [sock for sock in (getattr(conn, "_sock", None)
+                                  for conn in list(getattr(pool, "_in_use_connections", ())))
+                if sock is not None]
 
     def take_interrupt(self) -> bool:
         """True once after ``interrupt()``: the error that followed was ours."""
@@ -320,5 +332,9 @@ class ConnectionOwner:
 
 
 def as_connection(connection: ConnectionLike, **kwargs: Any) -> RedisConnection:
-    return connection if isinstance(connection, RedisConnection) and not kwargs \
-        else RedisConnection(connection, **kwargs)
+    if isinstance(connection, RedisConnection):
+        return connection if not kwargs else type(connection)(connection, **kwargs)
+    from ._cluster import connection_class_for  # a cluster or a Sentinel
+    made: RedisConnection = (connection_class_for(connection) or RedisConnection)(
+        connection, **kwargs)
+    return made

@@ -128,3 +128,8 @@ class RolledBackError(OrijsError):
         super().__init__(message)
         self.primary = primary
         self.rollback_errors = list(rollback_errors)
+
+
+class CrossSlotError(OrijsError, ValueError):
+    """Keys that must share one Redis Cluster hash slot would not (a queue, or a flow
+    across queues, without a common hash tag)."""

@@ -28,6 +28,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Type
 from . import _fork, errors
 from . import _validate as check
 from . import options as job_options
+from ._cluster import check_flow
 from ._job_flow import PARENT_FLAGS, attach_to_parent, children_keys, parent_link
 from .connection import ConnectionLike, ConnectionOwner, RedisConnection
 from .job import Job
@@ -111,6 +112,8 @@ class FlowProducer(ConnectionOwner):
         ordered: List[_Planned] = []
         for plan in plans:
             self._flatten(plan, ordered)
+        if self.connection.is_cluster:
+            check_flow([(p.queue.prefix, p.queue.name) for p in ordered])
         results = self._write(ordered)
         ids = {}
         for planned, result in zip(ordered, results):

@@ -7,6 +7,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, cast
 from . import _validate as check
 from . import errors
 from . import options as job_options
+from ._cluster import check_queue
 from ._job_flow import attach_to_parent
 from ._queue_control import QueueControlMixin
 from ._queue_schedulers import SchedulerQueueMixin
@@ -91,6 +92,7 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin, MonitoringM
         self.prefix = prefix
         self.default_job_options = check.mapping(default_job_options, "default_job_options")
         job_options.encode(self.default_job_options, arg="default_job_options")  # fail early
+        check_queue(connection, prefix, name)
         self._use_connection(connection)
         self.scripts = Scripts(self.client)
 

@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import _fork, errors
 from . import _validate as check
+from ._cluster import check_queue
 from ._futures import result_or_named_timeout, settle, wait_timeout
 from ._roles import Role
 from ._util import loads
@@ -160,6 +161,7 @@ class QueueEvents:
     def add_queue(self, name: str) -> None:
         """Watch one more queue; its events from now on are delivered."""
         key = QueueKeys(self.prefix, check.name(name, "name")).events
+        check_queue(self.connection, self.prefix, name)
         self.resume_after_fork()
         with self._lock:
             if key in self._streams:

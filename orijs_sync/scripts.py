@@ -73,6 +73,8 @@ class Scripts:
 
     def run(self, name: str, keys: Sequence[Any], args: Sequence[Any],
             client: Optional[Any] = None) -> Any:
+        if client is not None and hasattr(client, "run_script"):   # a cluster pipeline: EVAL
+            return client.run_script(source(name), keys, args)
         try:
             return self.get(name)(keys=list(keys), args=list(args),
                                   client=client or self._client)
@@ -105,7 +107,15 @@ class Scripts:
 
 def _send(conn: Any, command: Sequence[Any]) -> None:
     try:
-        conn.send_command(*command)
+        _connected(conn).send_command(*command)
     except (redis.exceptions.ConnectionError, OSError):
         conn.disconnect()
-        conn.send_command(*command)
+        _connected(conn).send_command(*command)
+
+
+def _connected(conn: Any) -> Any:
+    """``conn``, connected through its own ``connect()``: a Sentinel-managed connection
+    asks the sentinels for the primary there (a bare send would skip that)."""
+    if getattr(conn, "_sock", None) is None:
+        conn.connect()
+    return conn

@@ -18,12 +18,12 @@ import tempfile
 import threading
 import time
 import uuid
-from typing import Callable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import redis
 
-__all__ = ["RedisServer", "redis_for_tests", "local_redis", "wait_until", "orijs_threads",
-           "stop_processes"]
+__all__ = ["RedisServer", "ClusterServers", "SentinelServers", "redis_for_tests", "local_redis",
+           "wait_until", "orijs_threads", "stop_processes"]
 
 
 def _free_port() -> int:
@@ -79,13 +79,8 @@ class RedisServer:
     def _launch(self, timeout: float) -> bool:
         """Run the server on ``self.port`` with the current data dir; True once it is ours."""
         assert self._dir is not None
-        persistence = ["--appendonly", "yes", "--appendfsync", "always"] if self.appendonly \
-            else ["--appendonly", "no"]
-        self._proc = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", *persistence, "--dir", self._dir.name,
-             "--daemonize", "no", "--loglevel", "warning", *self.args],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._proc = subprocess.Popen(self._command(self._dir.name),
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         client = redis.Redis(port=self.port, socket_connect_timeout=0.5, password=self.password)
         try:
@@ -100,6 +95,17 @@ class RedisServer:
             client.close()
         self.halt(kill=True)
         return False
+
+    def _command(self, directory: str) -> List[str]:
+        persistence = ["--appendonly", "yes", "--appendfsync", "always"] if self.appendonly \
+            else ["--appendonly", "no"]
+        return [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
+                "--save", "", *persistence, "--dir", directory,
+                "--daemonize", "no", "--loglevel", "warning", *self.args]
+
+    @property
+    def pid(self) -> Optional[int]:
+        return self._proc.pid if self._proc is not None else None
 
     def kill(self) -> None:
         """Kill -9 the server (fault tests); :meth:`restart` brings it back."""
@@ -142,6 +148,267 @@ class RedisServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+# A replica's first sync starts at once (Redis waits 5 s by default for more replicas).
+_QUICK_SYNC = ("--repl-diskless-sync-delay", "0")
+
+
+def _replicas_linked(replicas: Sequence[RedisServer]) -> bool:
+    for server in replicas:
+        client = redis.Redis(port=server.port, socket_timeout=2, decode_responses=True)
+        try:
+            if client.info("replication").get("master_link_status") != "up":
+                return False
+        finally:
+            client.close()
+    return True
+
+
+class ClusterServers:
+    """A Redis Cluster of ``primaries`` primaries (each with ``replicas`` replicas) on free
+    loopback ports, made with ``redis-cli --cluster create``; a context manager that
+    stops every server it started by PID. ``startup_nodes`` is what ``connection=`` takes."""
+
+    def __init__(self, primaries: int = 3, replicas: int = 0, *, node_timeout: float = 2.0,
+                 timeout: float = 60.0) -> None:
+        self.primaries, self.replicas = primaries, replicas
+        self.node_timeout, self.timeout = node_timeout, timeout
+        self.servers: List[RedisServer] = []
+
+    @property
+    def startup_nodes(self) -> List[Dict[str, Any]]:
+        return [{"host": "127.0.0.1", "port": s.port} for s in self.servers]
+
+    @property
+    def urls(self) -> List[str]:
+        return [s.url for s in self.servers]
+
+    def start(self) -> "ClusterServers":
+        args = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                "--cluster-node-timeout", str(int(self.node_timeout * 1000)),
+                "--cluster-require-full-coverage", "no", *_QUICK_SYNC]
+        try:
+            for _ in range(self.primaries * (1 + self.replicas)):
+                self.servers.append(RedisServer(args=args).start())
+            cli = shutil.which("redis-cli") or "redis-cli"
+            subprocess.run([cli, "--cluster", "create",
+                            *[f"127.0.0.1:{s.port}" for s in self.servers],
+                            "--cluster-replicas", str(self.replicas), "--cluster-yes"],
+                           check=True, timeout=self.timeout, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE)
+            wait_until(self.healthy, self.timeout, "the cluster to agree on every slot", 0.1)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def healthy(self) -> bool:
+        """Every node up, knowing every other, all slots served, every replica linked."""
+        for server in self.servers:
+            if server.pid is None:
+                continue
+            client = redis.Redis(port=server.port, socket_timeout=2, decode_responses=True)
+            try:
+                info = client.cluster("info")
+                replication = client.info("replication")
+            except redis.exceptions.RedisError:
+                return False
+            finally:
+                client.close()
+            if info.get("cluster_state") != "ok" or int(info["cluster_slots_ok"]) != 16384:
+                return False
+            if replication["role"] == "slave" and replication["master_link_status"] != "up":
+                return False
+        return True
+
+    def _client(self, port: int) -> redis.Redis:
+        return redis.Redis(port=port, socket_timeout=5, decode_responses=True)
+
+    def owner_port(self, slot: int) -> int:
+        """The port of the primary serving ``slot`` now (as the first node answering says)."""
+        for server in self.servers:
+            client = self._client(server.port)
+            try:
+                ranges = client.execute_command("CLUSTER", "SLOTS")
+            except redis.exceptions.ConnectionError:
+                continue            # a node killed by the test
+            finally:
+                client.close()
+            for first, last, primary, *_ in ranges:
+                if first <= slot <= last:
+                    return int(primary[1])
+        raise LookupError(f"no node serves slot {slot}")
+
+    def move_slot(self, slot: int, to_port: int) -> None:
+        """Reshard one slot to the primary at ``to_port``, keys included, as
+        ``redis-cli --cluster reshard`` does (IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE)."""
+        src, dst = self._client(self.owner_port(slot)), self._client(to_port)
+        try:
+            src_id, dst_id = src.execute_command("CLUSTER", "MYID"), dst.execute_command(
+                "CLUSTER", "MYID")
+            dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", src_id)
+            src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id)
+            while True:
+                keys = src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 100)
+                if not keys:
+                    break
+                src.execute_command("MIGRATE", "127.0.0.1", to_port, "", 0, 5000, "REPLACE",
+                                    "KEYS", *keys)
+            for client in (dst, src):
+                client.execute_command("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
+        finally:
+            src.close()
+            dst.close()
+
+    def server_at(self, port: int) -> RedisServer:
+        return next(s for s in self.servers if s.port == port)
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.stop()
+        self.servers = []
+
+    def __enter__(self) -> "ClusterServers":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class _Sentinel(RedisServer):
+    """A ``redis-server --sentinel`` watching one primary."""
+
+    def __init__(self, primary_port: int, service_name: str, down_after: float) -> None:
+        super().__init__()
+        self.primary_port, self.service_name, self.down_after = (primary_port, service_name,
+                                                                  down_after)
+
+    def _command(self, directory: str) -> List[str]:
+        conf = os.path.join(directory, "sentinel.conf")
+        name = self.service_name
+        with open(conf, "w") as handle:
+            handle.write(f"sentinel monitor {name} 127.0.0.1 {self.primary_port} 2\n"
+                         f"sentinel down-after-milliseconds {name} {int(self.down_after * 1000)}\n"
+                         f"sentinel failover-timeout {name} 10000\n"
+                         f"sentinel parallel-syncs {name} 1\n")
+        return [self.binary, conf, "--sentinel", "--port", str(self.port), "--bind", "127.0.0.1",
+                "--dir", directory, "--daemonize", "no", "--loglevel", "warning"]
+
+
+class SentinelServers:
+    """A primary, ``replicas`` replicas and ``sentinels`` sentinels (quorum 2) on free
+    loopback ports; a context manager that stops every server it started by PID."""
+
+    def __init__(self, *, replicas: int = 1, sentinels: int = 3, service_name: str = "mymaster",
+                 down_after: float = 1.0, timeout: float = 60.0,
+                 primary_args: Sequence[str] = ()) -> None:
+        self.service_name, self.timeout = service_name, timeout
+        self.primary_args = list(primary_args)
+        self.n_replicas, self.n_sentinels, self.down_after = replicas, sentinels, down_after
+        self.servers: List[RedisServer] = []
+        self.sentinels: List[RedisServer] = []
+
+    @property
+    def sentinel_addresses(self) -> List[Tuple[str, int]]:
+        return [("127.0.0.1", s.port) for s in self.sentinels]
+
+    @property
+    def connection(self) -> Dict[str, Any]:
+        """What ``connection=`` takes for this set."""
+        return {"sentinels": self.sentinel_addresses, "service_name": self.service_name}
+
+    def start(self) -> "SentinelServers":
+        try:
+            primary = RedisServer(args=[*_QUICK_SYNC, *self.primary_args]).start()
+            self.servers.append(primary)
+            for _ in range(self.n_replicas):
+                self.servers.append(RedisServer(
+                    args=["--replicaof", "127.0.0.1", str(primary.port), *_QUICK_SYNC]).start())
+            for _ in range(self.n_sentinels):
+                self.sentinels.append(
+                    _Sentinel(primary.port, self.service_name, self.down_after).start())
+            wait_until(self.ready, self.timeout, "sentinels to see the replicas and each other",
+                       0.1)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _ask(self, sentinel: RedisServer, *args: str) -> object:
+        client = redis.Redis(port=sentinel.port, socket_timeout=2, decode_responses=True)
+        try:
+            return client.execute_command(*args)
+        finally:
+            client.close()
+
+    def ready(self) -> bool:
+        name = self.service_name
+        try:
+            return _replicas_linked(self.servers[1:]) and all(
+                len(self._ask(s, "SENTINEL", "REPLICAS", name)) >= self.n_replicas  # type: ignore
+                and len(self._ask(s, "SENTINEL", "SENTINELS", name)) >= self.n_sentinels - 1  # type: ignore
+                for s in self.sentinels)
+        except redis.exceptions.RedisError:
+            return False
+
+    def primary_port(self) -> int:
+        """The port the first sentinel names as the primary now."""
+        reply = self._ask(self.sentinels[0], "SENTINEL", "GET-MASTER-ADDR-BY-NAME",
+                          self.service_name)
+        return int(reply[1])  # type: ignore[index]
+
+    def primary(self) -> RedisServer:
+        port = self.primary_port()
+        return next(s for s in self.servers if s.port == port)
+
+    def failover(self, kill: bool = False) -> int:
+        """``SENTINEL FAILOVER`` (or, with ``kill``, kill -9 the primary and let the
+        sentinels notice); returns the new primary's port once it answers as one."""
+        old = self.primary_port()
+        if kill:
+            self.primary().kill()
+        else:
+            self._ask(self.sentinels[0], "SENTINEL", "FAILOVER", self.service_name)
+
+        def moved() -> bool:
+            port = self.primary_port()
+            if port == old:
+                return False
+            client = redis.Redis(port=port, socket_timeout=2, decode_responses=True)
+            try:
+                return bool(client.info("replication")["role"] == "master")
+            finally:
+                client.close()
+        wait_until(moved, self.timeout, "the sentinels to promote a replica", 0.05)
+        return self.primary_port()
+
+    def stop(self) -> None:
+        for server in [*self.sentinels, *self.servers]:
+            server.stop()
+        self.sentinels, self.servers = [], []
+
+    def __enter__(self) -> "SentinelServers":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def cluster_supported() -> bool:
+    """Whether ``redis-server`` and ``redis-cli`` here can make a cluster."""
+    server, cli = shutil.which("redis-server"), shutil.which("redis-cli")
+    if not server or not cli:
+        return False
+    try:
+        with RedisServer(server, args=["--cluster-enabled", "yes"]) as probe:
+            client = redis.Redis(port=probe.port, decode_responses=True)
+            try:
+                return client.info("cluster").get("cluster_enabled") == 1
+            finally:
+                client.close()
+    except (RuntimeError, redis.exceptions.RedisError):
+        return False
 
 
 def _docker_answers() -> bool:
@@ -245,6 +512,15 @@ if pytest is not None:
         """The URL of a Redis for this test session."""
         with redis_for_tests() as url:
             yield url
+
+    @pytest.fixture(scope="session")
+    def redis_cluster() -> Iterator[ClusterServers]:
+        """A throwaway 3-primary Redis Cluster for this session (skipped only when
+        ``redis-server`` cannot run in cluster mode)."""
+        if not cluster_supported():
+            pytest.skip("this redis-server has no cluster support (--cluster-enabled)")
+        with ClusterServers(3) as cluster:
+            yield cluster
 
     @pytest.fixture
     def namespace(redis_url: str) -> Iterator[str]:

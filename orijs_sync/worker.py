@@ -486,7 +486,10 @@ class Worker:
         return jobs, int(ttl), int(next_delayed)
 
     def _run_hot_script(self, name: str, keys: List[str], args: List[Any]) -> Any:
-        """The per-job scripts, on the calling worker thread's own connection."""
+        """The per-job scripts, on the calling worker thread's own connection (through
+        the cluster client on a cluster, which picks the node owning the queue)."""
+        if self.connection.is_cluster:
+            return self.scripts.run(name, keys, args)
         return self.scripts.run_direct(self.connection.direct_connection(), name, keys, args,
                                        self.connection.address)
 

@@ -24,9 +24,12 @@ class ProviderFactory:
         if kind == "bullmq":
             self.url = request.getfixturevalue("redis_url")
             self.queue_prefix = f"{request.getfixturevalue('namespace')}.event"
+        elif kind == "cluster":     # every queue of one test under the hash tag {namespace}
+            self.url = {"startup_nodes": request.getfixturevalue("redis_cluster").startup_nodes}
+            self.queue_prefix = f"{{{request.getfixturevalue('namespace')}}}.event"
 
     def __call__(self, start: bool = True, **options: Any) -> Any:
-        if self.kind == "bullmq":
+        if self.kind in ("bullmq", "cluster"):
             provider: Any = BullMQEventProvider(self.url, queue_prefix=self.queue_prefix,
                                                 **options)
         else:
@@ -39,7 +42,7 @@ class ProviderFactory:
             provider.stop(timeout=10)
 
 
-@pytest.fixture(params=["in_process", "bullmq"])
+@pytest.fixture(params=["in_process", "bullmq", "cluster"])
 def make_provider(request: pytest.FixtureRequest) -> Iterator[ProviderFactory]:
     factory = ProviderFactory(request.param, request)
     try:

@@ -24,12 +24,15 @@ class ProviderFactory:
         if kind == "bullmq":
             self.url = request.getfixturevalue("redis_url")
             self.queue_prefix = f"{request.getfixturevalue('namespace')}.workflow"
+        elif kind == "cluster":     # every queue of one test under the hash tag {namespace}
+            self.url = {"startup_nodes": request.getfixturevalue("redis_cluster").startup_nodes}
+            self.queue_prefix = f"{{{request.getfixturevalue('namespace')}}}.workflow"
 
     def __call__(self, *workflows: Any, start: bool = True, **options: Any) -> Any:
         # One attempt per step unless a test says otherwise (None: the provider's
         # defaults, OriJS's 3 attempts with back-off).
         options.setdefault("default_step_options", {"attempts": 1})
-        if self.kind == "bullmq":
+        if self.kind in ("bullmq", "cluster"):
             assert self.queue_prefix is not None
             provider: Any = BullMQWorkflowProvider(self.url, queue_prefix=self.queue_prefix,
                                                    **options)
@@ -45,7 +48,7 @@ class ProviderFactory:
             provider.stop(timeout=10)
 
 
-@pytest.fixture(params=["in_process", "bullmq"])
+@pytest.fixture(params=["in_process", "bullmq", "cluster"])
 def make_provider(request: pytest.FixtureRequest) -> Iterator[ProviderFactory]:
     factory = ProviderFactory(request.param, request)
     try:

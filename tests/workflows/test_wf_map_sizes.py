@@ -10,7 +10,7 @@ import pytest
 from orijs_sync.workflows import Workflow, WorkflowFailedError, WorkflowTimeoutError
 from wf_helpers import GUARD, wait_until
 
-COUNTS = {"in_process": 5_000, "bullmq": 1_500}
+COUNTS = {"in_process": 5_000, "bullmq": 1_500, "cluster": 500}
 
 
 def test_map_sizes_after_many_workflows(make_provider):

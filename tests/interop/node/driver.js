@@ -10,6 +10,7 @@
  * Anything else (BullMQ warnings, diagnostics) goes to stderr.
  *
  * Common args: url (redis URL; default $REDIS_URL), queue, prefix (default "bull"),
+ * cluster (a list of {host, port}: a Redis Cluster through ioredis's Cluster, instead of url),
  * timeout (seconds, overall guard for the whole command; default 30).
  *
  * Commands:
@@ -54,6 +55,14 @@ function fail(err, code = 1) {
 }
 
 function connectionFrom(args) {
+  if (Array.isArray(args.cluster)) {
+    // A Redis Cluster: an ioredis Cluster on these startup nodes ({host, port}).
+    const { Cluster } = require('ioredis');
+    return new Cluster(args.cluster, {
+      enableOfflineQueue: true,
+      redisOptions: { maxRetriesPerRequest: null },
+    });
+  }
   const url = args.url || process.env.REDIS_URL;
   if (!url) {
     throw new Error('no redis URL: pass "url" in the JSON args or set REDIS_URL');
