@@ -141,6 +141,7 @@ class QueueEvents:
         """The parent's waits are dropped unsettled (the parent settles them); the
         tailer comes back on first use (``start``, ``add_queue``, ``on``, ``job_future``)."""
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
         self._waiters = {}
         self._stop = threading.Event()
         self._restart = self._tailer is not None and not self._closed
