@@ -353,7 +353,7 @@ class QueueEvents:
         """The job's state, returnvalue and failedReason, and the events stream's last id,
         read atomically (MULTI): a finish of the current run is written after that id."""
         pipe = queue.client.pipeline(transaction=True)
-        queue.scripts.get("getState")(keys=[queue.keys.base], args=[job_id], client=pipe)
+        queue.scripts.run("getState", [queue.keys.base], [job_id], client=pipe)
         pipe.hmget(queue.keys.job(job_id), "returnvalue", "failedReason")
         pipe.xrevrange(queue.keys.events, count=1)
         state, (returnvalue, failed_reason), last = pipe.execute()
