@@ -1,4 +1,4 @@
-"""Documented behaviour that had no test (issue 17, "untested documented paths"):
+"""Documented behaviour that had no test:
 keeping outcomes when a finishing write fails, the renewer detecting a lost lock,
 retrying through a Redis blip, backoff jitter, stack_trace_limit, Job.refresh, and
 obliterate of de:*/repeat:* keys."""

@@ -1,5 +1,5 @@
 """Every error a public call raises derives from errors.OrijsError, redis-py's original
-kept as __cause__ (issue 17 item 12)."""
+kept as __cause__."""
 from __future__ import annotations
 
 import uuid

@@ -1,4 +1,4 @@
-"""A Redis that keeps connections open but never answers (issue 17 item 5): every call
+"""A Redis that keeps connections open but never answers: every call
 times out (connection option ``socket_timeout``, default DEFAULT_SOCKET_TIMEOUT), blocking
 calls after their block time plus a margin; no thread hangs for ever."""
 from __future__ import annotations
