@@ -8,6 +8,7 @@ import uuid
 from typing import Any, Dict, List, Optional
 
 from .. import errors
+from .._cluster import check_queue
 from .._util import Seconds, loads, now_ms
 from ..connection import ConnectionLike, ConnectionOwner
 from ..scripts import Scripts
@@ -42,6 +43,7 @@ class GroupQueue(ConnectionOwner):
         self.keep_failed = opt.count(keep_failed, "keep_failed")
         self.ordering = ordering
         self.ordering_window_ms = opt.ordering(ordering, ordering_window)
+        check_queue(connection, "groupmq", name)    # on a cluster: one hash tag, one slot
         self._use_connection(connection)
         self.scripts = Scripts(self.client)
 
@@ -52,7 +54,10 @@ class GroupQueue(ConnectionOwner):
 
     def run_hot(self, name: str, *args: Any) -> Any:
         """``run_script`` on the calling thread's own raw connection (for a worker's
-        long-lived threads: no pool checkout, no client layer on the hot path)."""
+        long-lived threads: no pool checkout, no client layer on the hot path). On a
+        cluster, through the cluster client, which routes it to the queue's node."""
+        if self.connection.is_cluster:
+            return self.run_script(name, *args)
         return self.scripts.run_direct(self.connection.direct_connection(), f"groups/{name}",
                                        [self.ns], args, self.connection.address)
 
