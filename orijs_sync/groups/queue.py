@@ -25,13 +25,19 @@ class GroupQueue(ConnectionOwner):
     Durations are seconds; Redis holds GroupMQ's milliseconds. ``ordering`` is
     ``"none"``, ``"scheduler"`` (jobs wait ``ordering_window`` after their
     ``order_ms`` in Redis before they can run, so late arrivals sort in) or
-    ``"in-memory"`` (a worker holds a fresh job for the window and swaps in any
-    earlier one that arrives meanwhile)."""
+    ``"in-memory"`` (GroupMQ's grace collection: a worker holding a group's job
+    waits ``ordering_window`` from pickup, restarting the wait, shortened by
+    ``ordering_grace_period_decay``, whenever more jobs reach the group, at most
+    ``ordering_max_wait_multiplier`` windows; then runs the group's earliest job and
+    up to ``ordering_max_batch_size`` more of it in order without another wait)."""
 
     def __init__(self, name: str, connection: ConnectionLike = None, *,
                  job_timeout: Seconds = 30, max_attempts: int = 3, keep_completed: int = 0,
                  keep_failed: int = 0, ordering: str = "none",
-                 ordering_window: Optional[Seconds] = None) -> None:
+                 ordering_window: Optional[Seconds] = None,
+                 ordering_max_wait_multiplier: float = 3,
+                 ordering_grace_period_decay: float = 1.0,
+                 ordering_max_batch_size: int = 10) -> None:
         if not isinstance(name, str) or not name or name.strip() != name:
             raise opt.GroupOptionError(f"queue name must be a non-empty string, not {name!r}")
         self.name = name
@@ -42,6 +48,10 @@ class GroupQueue(ConnectionOwner):
         self.keep_failed = opt.count(keep_failed, "keep_failed")
         self.ordering = ordering
         self.ordering_window_ms = opt.ordering(ordering, ordering_window)
+        self.ordering_max_wait_multiplier, self.ordering_grace_period_decay, \
+            self.ordering_max_batch_size = opt.in_memory(ordering_max_wait_multiplier,
+                                                         ordering_grace_period_decay,
+                                                         ordering_max_batch_size)
         self._use_connection(connection)
         self.scripts = Scripts(self.client)
 

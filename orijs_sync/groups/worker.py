@@ -24,6 +24,7 @@ from .._util import Seconds, dumps, now_ms
 from . import _options as opt
 from ._fetch import Fetcher, Slots
 from ._finish import Finisher
+from ._ordering import GraceCollector
 from .job import GroupJob
 from .queue import GroupQueue
 
@@ -81,6 +82,7 @@ class GroupWorker:
                                   self._chained, self._completed, self._slots.release,
                                   lambda exc: self._emit("error", exc))
         self._roles: List[Role] = []
+        self._ordering = GraceCollector(queue, self.token, self._roles_stop)
         self._groups_cursor = "0"                # owned by the stalled role's thread
         self._pid = os.getpid()                  # the process whose threads these are
 
@@ -254,6 +256,8 @@ class GroupWorker:
             self._emit("completed", job, result)
 
     def _chained(self, job: GroupJob) -> None:
+        if self.queue.ordering == "in-memory":
+            self._ordering.chained(job)
         with self._lock:
             self._held[job.id] = job
         self._jobs.put(job)
@@ -273,22 +277,13 @@ class GroupWorker:
         self._emit("failed", job, exc)
 
     def _hold_for_order(self, job: GroupJob) -> GroupJob:
-        """Ordering "in-memory": hold a fresh job until its ordering window closed, then
-        run instead any earlier job of its group that arrived meanwhile."""
-        q = self.queue
-        while True:
-            wait_ms = job.order_ms + q.ordering_window_ms - now_ms()
-            if wait_ms > 0:
-                self._roles_stop.wait(min(wait_ms, q.ordering_window_ms) / 1000.0)
-            reply = q.run_script("reorder", job.id, job.group_id, self.token, now_ms(),
-                                 q.job_timeout_ms)
-            if not reply:
-                return job
-            earlier = GroupJob.from_reply(reply)
+        """Ordering "in-memory": the grace collection (see ``_ordering``)."""
+        earlier = self._ordering.order(job)
+        if earlier.id != job.id:
             with self._lock:
                 self._held.pop(job.id, None)
                 self._held[earlier.id] = earlier
-            job = earlier
+        return earlier
 
     # -- background roles --------------------------------------------------------------
 
