@@ -90,4 +90,4 @@ class GraceCollector:
         """Swap in the group's head when it sorts before the held job."""
         reply = self.queue.run_script("reorder", job.id, job.group_id, self.token, now_ms(),
                                       self.queue.job_timeout_ms)
-        return GroupJob.from_reply(reply) if reply else job
+        return GroupJob.from_reply(reply, self.queue) if reply else job

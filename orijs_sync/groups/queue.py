@@ -97,7 +97,7 @@ class GroupQueue(ConnectionOwner):
         return GroupJob(id=reply[0], group_id=reply[1], data=loads(reply[2]),
                         attempts_made=int(reply[3] or 0), max_attempts=int(reply[4] or 1),
                         timestamp=int(reply[5] or 0), order_ms=int(reply[6] or 0),
-                        status=reply[8] or "unknown")
+                        status=reply[8] or "unknown", queue=self)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -119,7 +119,7 @@ class GroupQueue(ConnectionOwner):
         elif raw.get("groupId") and self.client.zscore(self.key("g", raw["groupId"]), jid) \
                 is not None:
             status = "waiting"
-        return GroupJob.from_hash(jid, raw, status)
+        return GroupJob.from_hash(jid, raw, status, self)
 
     def get_job_counts(self) -> Dict[str, int]:
         """``active``, ``waiting`` (jobs in groups, GroupMQ's count), ``delayed``,
@@ -160,8 +160,54 @@ class GroupQueue(ConnectionOwner):
         pipe = self.client.pipeline(transaction=False)
         for jid in ids:
             pipe.hgetall(self.key("job", jid))
-        return [GroupJob.from_hash(jid, raw, status)
+        return [GroupJob.from_hash(jid, raw, status, self)
                 for jid, raw in zip(ids, pipe.execute()) if raw]
+
+    def get_active_count(self) -> int:
+        return int(self.client.zcard(self.key("processing")))
+
+    def get_waiting_count(self) -> int:
+        return self.get_job_counts()["waiting"]
+
+    def get_delayed_count(self) -> int:
+        return int(self.client.zcard(self.key("delayed")))
+
+    def get_completed_count(self) -> int:
+        return int(self.client.zcard(self.key("completed")))
+
+    def get_failed_count(self) -> int:
+        return int(self.client.zcard(self.key("failed")))
+
+    def get_active_jobs(self) -> List[str]:
+        """The ids of the active jobs (GroupMQ's ``getActiveJobs``: ids, not jobs)."""
+        return [str(i) for i in self.client.zrange(self.key("processing"), 0, -1)]
+
+    def get_waiting_jobs(self) -> List[str]:
+        """The ids of the waiting jobs, group by group, each group in its order."""
+        ids: List[str] = []
+        for gid in self.get_unique_groups():
+            ids += [str(i) for i in self.client.zrange(self.key("g", gid), 0, -1)]
+        delayed = set(self.get_delayed_jobs())
+        return [i for i in ids if i not in delayed]
+
+    def get_delayed_jobs(self) -> List[str]:
+        """The ids of the delayed jobs, soonest due first."""
+        return [str(i) for i in self.client.zrange(self.key("delayed"), 0, -1)]
+
+    def get_completed_jobs(self, limit: Optional[int] = None) -> List[GroupJob]:
+        """The newest completed jobs (``limit`` defaults to ``keep_completed``)."""
+        return self._finished("completed", self.keep_completed if limit is None else limit)
+
+    def get_failed_jobs(self, limit: Optional[int] = None) -> List[GroupJob]:
+        """The newest failed jobs (``limit`` defaults to ``keep_failed``)."""
+        return self._finished("failed", self.keep_failed if limit is None else limit)
+
+    def _finished(self, status: str, limit: int) -> List[GroupJob]:
+        n = opt.count(limit, "limit")
+        return self.get_jobs(status, n) if n else []
+
+    def get_unique_groups_count(self) -> int:
+        return len(self.get_unique_groups())
 
     def get_unique_groups(self) -> List[str]:
         """The groups that hold waiting (or delayed) jobs."""
@@ -221,6 +267,21 @@ class GroupQueue(ConnectionOwner):
         text = opt.data_json(data)
         self._check(self.run_script("update_data", opt.job_id(job_id) or "", text), job_id, "")
 
+    CLEANABLE = ("completed", "failed", "delayed")
+
+    def clean(self, status: str, grace: Seconds = 0, limit: int = 1000) -> int:
+        """Remove up to ``limit`` (at most 100,000) ``completed`` or ``failed`` jobs
+        finished at least ``grace`` seconds ago, or ``delayed`` jobs due at least that
+        long ago (GroupMQ 1.1's ``clean``); returns how many were removed."""
+        if status not in self.CLEANABLE:
+            raise opt.GroupOptionError(f"status must be one of {self.CLEANABLE}, not "
+                                       f"{status!r}")
+        grace_ms = opt.seconds_ms(grace, "grace")
+        if grace_ms is None or grace_ms < 0:
+            raise opt.GroupOptionError(f"grace must be >= 0 seconds, not {grace!r}")
+        limit = min(opt.positive_int(limit, "limit"), 100_000)
+        return int(self.run_script("clean", status, now_ms() - grace_ms, limit))
+
     @staticmethod
     def _check(code: Any, job_id: str, negative: str) -> None:
         if code == 0:
@@ -246,5 +307,19 @@ class GroupQueue(ConnectionOwner):
     def run_scheduler_once(self) -> int:
         """Promote due delayed and staged jobs and add due runs of repeating jobs;
         returns how many jobs moved or were added."""
+        return self.promote_delayed_jobs() + _repeat.run_due(self, now_ms())
+
+    def promote_delayed_jobs(self) -> int:
+        """Let due delayed (and staged) jobs run; returns how many moved."""
         delayed, staged, _ = self.run_script("promote_due", now_ms(), 500)
-        return int(delayed) + int(staged) + _repeat.run_due(self, now_ms())
+        return int(delayed) + int(staged)
+
+    def recover_delayed_groups(self) -> int:
+        """Put back in ready every group holding runnable jobs that nothing would put
+        back (one pass over all groups); returns how many were put back."""
+        cursor, total = "0", 0
+        while True:
+            cursor, fixed = self.run_script("recover_groups", cursor, 200)
+            total += int(fixed)
+            if str(cursor) == "0":
+                return total
