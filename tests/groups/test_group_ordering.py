@@ -3,6 +3,7 @@ the worker's pickup, restarts on arrivals, is capped, and covers a batch of jobs
 the validation of its options. Waits are generous guards; nothing asserts on timing."""
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -71,4 +72,31 @@ def test_in_memory_options_are_kept(redis_url, gname):
                     ordering_max_batch_size=20)
     assert (gq.ordering_max_wait_multiplier, gq.ordering_grace_period_decay,
             gq.ordering_max_batch_size) == (8.0, 0.9, 20)
+    gq.close()
+
+
+def test_a_new_collection_after_the_batch(redis_url, gname):
+    """With ordering_max_batch_size=1, the collection started by the first job covers
+    one more (the second); the third starts a new one, so a job older than all,
+    added while the third is held, runs before it (the former hold, measured from
+    order_ms, ran the third at once). ``n`` is the expected run position."""
+    gq = GroupQueue(gname, connection=redis_url, ordering="in-memory", ordering_window=2,
+                    ordering_max_batch_size=1)
+    handler, r = _recorder(redis_url, f"{gname}:log")
+    release = threading.Event()
+
+    def gated(job):
+        if job.data["n"] == 2:
+            release.wait(30)
+        handler(job)
+    old = int(time.time() * 1000) - 60_000
+    for n, order in ((1, old + 1), (2, old + 2), (4, old + 3)):
+        gq.add(group_id="g", data={"n": n}, order_ms=order)
+    with GroupWorker(gq, gated, concurrency=1) as w:
+        wait_until(lambda: any(c["job"].data["n"] == 2 for c in w.get_current_jobs()), 30)
+        release.set()
+        wait_until(lambda: gq.get_group_job_count("g") == 0, 30)      # the third held
+        gq.add(group_id="g", data={"n": 3}, order_ms=old)
+        assert gq.wait_for_empty(30)
+    assert check_runs(r.lrange(f"{gname}:log", 0, -1)) == {"g": [1, 2, 3, 4]}
     gq.close()
