@@ -7,7 +7,8 @@ threads, a finisher writing many completions per script call (each taking its
 group's next job for the same slot in that call), a heartbeat extending the
 deadlines of the jobs held, a stalled checker recovering jobs whose worker died
 and groups left out of ready, and a scheduler promoting delayed and staged jobs
-and adding repeating jobs' runs.
+and adding repeating jobs' runs. With ordering "in-memory" a handler thread first
+waits out GroupMQ's grace collection for its job's group (``_ordering``).
 """
 from __future__ import annotations
 
