@@ -183,12 +183,13 @@ class GroupQueue(ConnectionOwner):
         return [str(i) for i in self.client.zrange(self.key("processing"), 0, -1)]
 
     def get_waiting_jobs(self) -> List[str]:
-        """The ids of the waiting jobs, group by group, each group in its order."""
+        """The ids of the jobs in groups, group by group, each in its order; as
+        GroupMQ lists (and ``get_waiting_count`` counts) them, a delayed job held in
+        its group is included."""
         ids: List[str] = []
         for gid in self.get_unique_groups():
             ids += [str(i) for i in self.client.zrange(self.key("g", gid), 0, -1)]
-        delayed = set(self.get_delayed_jobs())
-        return [i for i in ids if i not in delayed]
+        return ids
 
     def get_delayed_jobs(self) -> List[str]:
         """The ids of the delayed jobs, soonest due first."""

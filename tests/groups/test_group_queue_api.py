@@ -34,10 +34,10 @@ def test_counts_and_id_lists(gq: GroupQueue) -> None:
     gq.add(group_id="a", data={}, job_id="w1")
     gq.add(group_id="a", data={}, job_id="w2")
     gq.add(group_id="b", data={}, job_id="d1", delay=60)
-    assert gq.get_waiting_jobs() == ["w1", "w2"]
+    assert gq.get_waiting_jobs() == ["w1", "w2", "d1"]     # GroupMQ's: jobs in groups
     assert gq.get_delayed_jobs() == ["d1"] and gq.get_delayed_count() == 1
     assert gq.get_active_jobs() == [] and gq.get_active_count() == 0
-    assert gq.get_waiting_count() == gq.get_job_counts()["waiting"]
+    assert gq.get_waiting_count() == gq.get_job_counts()["waiting"] == 3
     assert gq.get_unique_groups_count() == 2
     assert gq.get_completed_count() == 0 and gq.get_failed_count() == 0
 
