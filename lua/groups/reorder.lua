@@ -1,8 +1,8 @@
 --[[
-  Ordering method "in-memory": a worker holding a job for the ordering window
-  asks whether a job that sorts before it (an earlier orderMs that arrived
-  late) reached the group meanwhile; if so the held job goes back to its place
-  and the earlier one becomes the group's active job for the same worker.
+  Ordering method "in-memory", at the end of a worker's grace collection: when
+  the group's head (not delayed) sorts before the job the worker holds (an
+  earlier orderMs that arrived late), the held job goes back to its place and the
+  head becomes the group's active job for the same worker.
 
   KEYS[1] ns
   ARGV[1] held job id  ARGV[2] group id  ARGV[3] token  ARGV[4] now (ms)

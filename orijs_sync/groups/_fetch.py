@@ -70,7 +70,7 @@ class Fetcher(Role):
     def reserve(self, n: int, preferred: str = "") -> List[GroupJob]:
         replies = self.queue.run_hot("reserve", now_ms(), self.queue.job_timeout_ms, n,
                                      preferred, self.token, SCAN_LIMIT)
-        return [GroupJob.from_reply(reply) for reply in replies]
+        return [GroupJob.from_reply(reply, self.queue) for reply in replies]
 
     def loop(self) -> None:
         free = self.slots.take_all(self.stop_event)

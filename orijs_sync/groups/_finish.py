@@ -106,6 +106,6 @@ class Finisher:
                 job.status, job.returnvalue, job.finished_on = "completed", result, now
                 self.on_done(job, result, True)
             if isinstance(reply, list):
-                self.on_next(GroupJob.from_reply(reply))
+                self.on_next(GroupJob.from_reply(reply, self.queue))
             else:
                 self.on_free()

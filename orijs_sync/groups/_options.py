@@ -140,6 +140,23 @@ def ordering(method: Any, window: Optional[Seconds]) -> int:
     return window_ms
 
 
+def in_memory(multiplier: Any, decay: Any, batch: Any) -> "tuple[float, float, int]":
+    """The in-memory ordering's tuning: ``ordering_max_wait_multiplier`` (>= 1: the
+    longest collection is this many windows), ``ordering_grace_period_decay`` (0 < d
+    <= 1: each arrival shortens the next grace by this factor) and
+    ``ordering_max_batch_size`` (>= 1: jobs of a group run per collection)."""
+    for value, name in ((multiplier, "ordering_max_wait_multiplier"),
+                        (decay, "ordering_grace_period_decay")):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value):
+            raise GroupOptionError(f"{name} must be a number, not {value!r}")
+    if multiplier < 1:
+        raise GroupOptionError(f"ordering_max_wait_multiplier must be >= 1, not {multiplier!r}")
+    if not 0 < decay <= 1:
+        raise GroupOptionError(f"ordering_grace_period_decay must be in (0, 1], not {decay!r}")
+    return float(multiplier), float(decay), positive_int(batch, "ordering_max_batch_size")
+
+
 def default_backoff(attempt: int) -> float:
     """GroupMQ's default: 0.5 s doubled per attempt, at most 30 s (without its jitter,
     so retries are predictable)."""

@@ -1,10 +1,14 @@
 """GroupJob: one job of a group queue, as GroupMQ 1.1 stores it (``job:{id}`` hash)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
-from .._util import loads
+from .. import errors
+from .._util import Seconds, loads
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .queue import GroupQueue
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -34,18 +38,21 @@ class GroupJob:
     failed_reason: Optional[str] = None
     stacktrace: Optional[str] = None
     raw: Dict[str, str] = field(default_factory=dict, repr=False)
+    queue: Optional["GroupQueue"] = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_reply(cls, reply: List[Any]) -> "GroupJob":
+    def from_reply(cls, reply: List[Any], queue: Optional["GroupQueue"] = None) -> "GroupJob":
         """From a reserve reply: id, groupId, data, attempts, maxAttempts, seq,
         timestamp, orderMs, score, deadline."""
         return cls(id=str(reply[0]), group_id=str(reply[1]), data=loads(reply[2]),
                    attempts_made=_int(reply[3]), max_attempts=_int(reply[4], 1),
                    timestamp=_int(reply[6]), order_ms=_int(reply[7]) or _int(reply[6]),
-                   score=float(reply[8] or 0), deadline_at=_int(reply[9]), status="active")
+                   score=float(reply[8] or 0), deadline_at=_int(reply[9]), status="active",
+                   queue=queue)
 
     @classmethod
-    def from_hash(cls, job_id: str, raw: Mapping[str, str], status: str) -> "GroupJob":
+    def from_hash(cls, job_id: str, raw: Mapping[str, str], status: str,
+                  queue: Optional["GroupQueue"] = None) -> "GroupJob":
         optional = {name: _int(raw[key]) if raw.get(key) else None
                     for name, key in (("processed_on", "processedOn"),
                                       ("finished_on", "finishedOn"))}
@@ -57,4 +64,40 @@ class GroupJob:
                    returnvalue=loads(raw.get("returnvalue")),
                    failed_reason=raw.get("failedReason") or raw.get("lastErrorMessage") or None,
                    stacktrace=raw.get("stacktrace") or raw.get("lastErrorStack") or None,
-                   raw=dict(raw), **optional)
+                   raw=dict(raw), queue=queue, **optional)
+
+    # -- GroupMQ's job methods (each the queue call of the same name) --------------------
+
+    def _queue(self) -> "GroupQueue":
+        if self.queue is None:
+            raise errors.InvalidStateError(f"group job {self.id!r} has no queue to act on")
+        return self.queue
+
+    def remove(self) -> bool:
+        return self._queue().remove(self.id)
+
+    def retry(self) -> None:
+        self._queue().retry(self.id)
+
+    def promote(self) -> None:
+        self._queue().promote(self.id)
+
+    def change_delay(self, seconds: Seconds) -> None:
+        self._queue().change_delay(self.id, seconds)
+
+    def update_data(self, data: Any) -> None:
+        self._queue().update_data(self.id, data)
+        self.data = data
+
+    update = update_data
+
+    def get_state(self) -> str:
+        """``active``, ``waiting``, ``delayed``, ``completed``, ``failed`` (as read now),
+        or ``unknown`` when the job is gone."""
+        current = self._queue().get_job(self.id)
+        return "unknown" if current is None else current.status
+
+    def to_json(self) -> Dict[str, Any]:
+        """The job's fields (no queue, no raw hash) as a JSON-ready dict."""
+        skip = ("raw", "queue")
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}

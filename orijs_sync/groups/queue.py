@@ -26,13 +26,19 @@ class GroupQueue(ConnectionOwner):
     Durations are seconds; Redis holds GroupMQ's milliseconds. ``ordering`` is
     ``"none"``, ``"scheduler"`` (jobs wait ``ordering_window`` after their
     ``order_ms`` in Redis before they can run, so late arrivals sort in) or
-    ``"in-memory"`` (a worker holds a fresh job for the window and swaps in any
-    earlier one that arrives meanwhile)."""
+    ``"in-memory"`` (GroupMQ's grace collection: a worker holding a group's job
+    waits ``ordering_window`` from pickup, restarting the wait, shortened by
+    ``ordering_grace_period_decay``, whenever more jobs reach the group, at most
+    ``ordering_max_wait_multiplier`` windows; then runs the group's earliest job and
+    up to ``ordering_max_batch_size`` more of it in order without another wait)."""
 
     def __init__(self, name: str, connection: ConnectionLike = None, *,
                  job_timeout: Seconds = 30, max_attempts: int = 3, keep_completed: int = 0,
                  keep_failed: int = 0, ordering: str = "none",
-                 ordering_window: Optional[Seconds] = None) -> None:
+                 ordering_window: Optional[Seconds] = None,
+                 ordering_max_wait_multiplier: float = 3,
+                 ordering_grace_period_decay: float = 1.0,
+                 ordering_max_batch_size: int = 10) -> None:
         if not isinstance(name, str) or not name or name.strip() != name:
             raise opt.GroupOptionError(f"queue name must be a non-empty string, not {name!r}")
         self.name = name
@@ -43,6 +49,10 @@ class GroupQueue(ConnectionOwner):
         self.keep_failed = opt.count(keep_failed, "keep_failed")
         self.ordering = ordering
         self.ordering_window_ms = opt.ordering(ordering, ordering_window)
+        self.ordering_max_wait_multiplier, self.ordering_grace_period_decay, \
+            self.ordering_max_batch_size = opt.in_memory(ordering_max_wait_multiplier,
+                                                         ordering_grace_period_decay,
+                                                         ordering_max_batch_size)
         check_queue(connection, "groupmq", name)    # on a cluster: one hash tag, one slot
         self._use_connection(connection)
         self.scripts = Scripts(self.client)
@@ -92,7 +102,7 @@ class GroupQueue(ConnectionOwner):
         return GroupJob(id=reply[0], group_id=reply[1], data=loads(reply[2]),
                         attempts_made=int(reply[3] or 0), max_attempts=int(reply[4] or 1),
                         timestamp=int(reply[5] or 0), order_ms=int(reply[6] or 0),
-                        status=reply[8] or "unknown")
+                        status=reply[8] or "unknown", queue=self)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -114,7 +124,7 @@ class GroupQueue(ConnectionOwner):
         elif raw.get("groupId") and self.client.zscore(self.key("g", raw["groupId"]), jid) \
                 is not None:
             status = "waiting"
-        return GroupJob.from_hash(jid, raw, status)
+        return GroupJob.from_hash(jid, raw, status, self)
 
     def get_job_counts(self) -> Dict[str, int]:
         """``active``, ``waiting`` (jobs in groups, GroupMQ's count), ``delayed``,
@@ -155,8 +165,55 @@ class GroupQueue(ConnectionOwner):
         pipe = self.client.pipeline(transaction=False)
         for jid in ids:
             pipe.hgetall(self.key("job", jid))
-        return [GroupJob.from_hash(jid, raw, status)
+        return [GroupJob.from_hash(jid, raw, status, self)
                 for jid, raw in zip(ids, pipe.execute()) if raw]
+
+    def get_active_count(self) -> int:
+        return int(self.client.zcard(self.key("processing")))
+
+    def get_waiting_count(self) -> int:
+        return self.get_job_counts()["waiting"]
+
+    def get_delayed_count(self) -> int:
+        return int(self.client.zcard(self.key("delayed")))
+
+    def get_completed_count(self) -> int:
+        return int(self.client.zcard(self.key("completed")))
+
+    def get_failed_count(self) -> int:
+        return int(self.client.zcard(self.key("failed")))
+
+    def get_active_jobs(self) -> List[str]:
+        """The ids of the active jobs (GroupMQ's ``getActiveJobs``: ids, not jobs)."""
+        return [str(i) for i in self.client.zrange(self.key("processing"), 0, -1)]
+
+    def get_waiting_jobs(self) -> List[str]:
+        """The ids of the jobs in groups, group by group, each in its order; as
+        GroupMQ lists (and ``get_waiting_count`` counts) them, a delayed job held in
+        its group is included."""
+        ids: List[str] = []
+        for gid in self.get_unique_groups():
+            ids += [str(i) for i in self.client.zrange(self.key("g", gid), 0, -1)]
+        return ids
+
+    def get_delayed_jobs(self) -> List[str]:
+        """The ids of the delayed jobs, soonest due first."""
+        return [str(i) for i in self.client.zrange(self.key("delayed"), 0, -1)]
+
+    def get_completed_jobs(self, limit: Optional[int] = None) -> List[GroupJob]:
+        """The newest completed jobs (``limit`` defaults to ``keep_completed``)."""
+        return self._finished("completed", self.keep_completed if limit is None else limit)
+
+    def get_failed_jobs(self, limit: Optional[int] = None) -> List[GroupJob]:
+        """The newest failed jobs (``limit`` defaults to ``keep_failed``)."""
+        return self._finished("failed", self.keep_failed if limit is None else limit)
+
+    def _finished(self, status: str, limit: int) -> List[GroupJob]:
+        n = opt.count(limit, "limit")
+        return self.get_jobs(status, n) if n else []
+
+    def get_unique_groups_count(self) -> int:
+        return len(self.get_unique_groups())
 
     def get_unique_groups(self) -> List[str]:
         """The groups that hold waiting (or delayed) jobs."""
@@ -216,6 +273,21 @@ class GroupQueue(ConnectionOwner):
         text = opt.data_json(data)
         self._check(self.run_script("update_data", opt.job_id(job_id) or "", text), job_id, "")
 
+    CLEANABLE = ("completed", "failed", "delayed")
+
+    def clean(self, status: str, grace: Seconds = 0, limit: int = 1000) -> int:
+        """Remove up to ``limit`` (at most 100,000) ``completed`` or ``failed`` jobs
+        finished at least ``grace`` seconds ago, or ``delayed`` jobs due at least that
+        long ago (GroupMQ 1.1's ``clean``); returns how many were removed."""
+        if status not in self.CLEANABLE:
+            raise opt.GroupOptionError(f"status must be one of {self.CLEANABLE}, not "
+                                       f"{status!r}")
+        grace_ms = opt.seconds_ms(grace, "grace")
+        if grace_ms is None or grace_ms < 0:
+            raise opt.GroupOptionError(f"grace must be >= 0 seconds, not {grace!r}")
+        limit = min(opt.positive_int(limit, "limit"), 100_000)
+        return int(self.run_script("clean", status, now_ms() - grace_ms, limit))
+
     @staticmethod
     def _check(code: Any, job_id: str, negative: str) -> None:
         if code == 0:
@@ -241,5 +313,19 @@ class GroupQueue(ConnectionOwner):
     def run_scheduler_once(self) -> int:
         """Promote due delayed and staged jobs and add due runs of repeating jobs;
         returns how many jobs moved or were added."""
+        return self.promote_delayed_jobs() + _repeat.run_due(self, now_ms())
+
+    def promote_delayed_jobs(self) -> int:
+        """Let due delayed (and staged) jobs run; returns how many moved."""
         delayed, staged, _ = self.run_script("promote_due", now_ms(), 500)
-        return int(delayed) + int(staged) + _repeat.run_due(self, now_ms())
+        return int(delayed) + int(staged)
+
+    def recover_delayed_groups(self) -> int:
+        """Put back in ready every group holding runnable jobs that nothing would put
+        back (one pass over all groups); returns how many were put back."""
+        cursor, total = "0", 0
+        while True:
+            cursor, fixed = self.run_script("recover_groups", cursor, 200)
+            total += int(fixed)
+            if str(cursor) == "0":
+                return total

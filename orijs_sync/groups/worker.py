@@ -7,7 +7,8 @@ threads, a finisher writing many completions per script call (each taking its
 group's next job for the same slot in that call), a heartbeat extending the
 deadlines of the jobs held, a stalled checker recovering jobs whose worker died
 and groups left out of ready, and a scheduler promoting delayed and staged jobs
-and adding repeating jobs' runs.
+and adding repeating jobs' runs. With ordering "in-memory" a handler thread first
+waits out GroupMQ's grace collection for its job's group (``_ordering``).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import logging
 import os
 import queue as queue_module
 import threading
+import time
 import traceback
 import uuid
 from typing import Any, Callable, Dict, List, Optional
@@ -24,12 +26,14 @@ from .._util import Seconds, dumps, now_ms
 from . import _options as opt
 from ._fetch import Fetcher, Slots
 from ._finish import Finisher
+from ._ordering import GraceCollector
 from .job import GroupJob
 from .queue import GroupQueue
 
 log = logging.getLogger(__name__)
 
-EVENTS = ("completed", "failed", "error", "closed", "stalled")
+EVENTS = ("ready", "completed", "failed", "error", "stalled", "graceful-timeout", "closed")
+DEFAULT_CLOSE_TIMEOUT = 30.0      # seconds; GroupMQ's close(gracefulTimeoutMs = 30000)
 Handler = Callable[[GroupJob], Any]
 
 
@@ -65,10 +69,13 @@ class GroupWorker:
         self.heartbeat_interval = min(queue.job_timeout_ms / 3000.0, 10.0)
         self.token = uuid.uuid4().hex
         self._listeners: Dict[str, List[Callable[..., None]]] = {name: [] for name in EVENTS}
-        self._lock = threading.Lock()            # guards _held, _current, _state, _listeners
+        self._lock = threading.Lock()            # guards _held, _current, _state, _listeners,
+        #                                          _last_pickup, _processed
         self._held: Dict[str, GroupJob] = {}     # reserved by this worker, not finished
         self._current: Dict[str, "tuple[GroupJob, int]"] = {}   # running: (job, started ms)
         self._state = "new"
+        self._last_pickup = 0                    # epoch ms of the last job taken
+        self._processed = 0                      # jobs finished (completed or failed)
         self._slots = Slots(self.concurrency)
         self._jobs: "queue_module.SimpleQueue[Optional[GroupJob]]" = \
             queue_module.SimpleQueue()
@@ -81,6 +88,7 @@ class GroupWorker:
                                   self._chained, self._completed, self._slots.release,
                                   lambda exc: self._emit("error", exc))
         self._roles: List[Role] = []
+        self._ordering = GraceCollector(queue, self.token, self._roles_stop)
         self._groups_cursor = "0"                # owned by the stalled role's thread
         self._pid = os.getpid()                  # the process whose threads these are
 
@@ -93,13 +101,38 @@ class GroupWorker:
     # -- events ------------------------------------------------------------------------
 
     def on(self, event: str, fn: Callable[..., None]) -> "GroupWorker":
-        """``completed(job, result)``, ``failed(job, exc)``, ``error(exc)``,
-        ``stalled(job_id, group_id)``, ``closed()``; called on the worker's threads."""
-        if event not in self._listeners:
-            raise opt.GroupOptionError(f"unknown event {event!r}; one of {EVENTS}")
+        """``ready()`` (started), ``completed(job, result)``, ``failed(job, exc)``,
+        ``error(exc)``, ``stalled(job_id, group_id)``, ``graceful-timeout(job)`` (still
+        running when ``close``'s timeout ran out), ``closed()``; called on the worker's
+        threads (``ready`` on the one calling ``start``, ``closed`` and
+        ``graceful-timeout`` on the one calling ``close``)."""
+        self._check_event(event)
+        if not callable(fn):
+            raise opt.GroupOptionError("an event listener must be callable")
         with self._lock:
             self._listeners[event].append(fn)
         return self
+
+    def off(self, event: str, fn: Callable[..., None]) -> "GroupWorker":
+        """Remove one registration of ``fn`` for ``event`` (none: nothing happens)."""
+        self._check_event(event)
+        with self._lock:
+            if fn in self._listeners[event]:
+                self._listeners[event].remove(fn)
+        return self
+
+    def remove_all_listeners(self, event: Optional[str] = None) -> "GroupWorker":
+        """Remove every listener of ``event``, or of every event."""
+        if event is not None:
+            self._check_event(event)
+        with self._lock:
+            for name in ([event] if event else EVENTS):
+                self._listeners[name] = []
+        return self
+
+    def _check_event(self, event: str) -> None:
+        if event not in self._listeners:
+            raise opt.GroupOptionError(f"unknown event {event!r}; one of {EVENTS}")
 
     def _emit(self, event: str, *args: Any) -> None:
         with self._lock:
@@ -137,17 +170,22 @@ class GroupWorker:
         for role in [self._fetcher] + self._roles:
             role.on_error = lambda exc: self._emit("error", exc)  # type: ignore[method-assign]
             role.start(f"orijs-{role.name}-{name}")
+        self._emit("ready")
         return self
 
     def run(self) -> None:
         """Start and block until SIGINT/SIGTERM (or ``close()`` from another thread)."""
         run_until_signalled(self.start, self.close, self._shutdown_requested)
 
-    def close(self, timeout: Optional[Seconds] = None) -> bool:
+    def close(self, timeout: Optional[Seconds] = DEFAULT_CLOSE_TIMEOUT) -> bool:
         """Stop taking jobs, let the jobs this worker holds finish (up to ``timeout``
-        seconds), join every thread. Idempotent. ``False`` when jobs were still running
-        at the timeout (no longer heartbeated: the stalled check recovers them)."""
+        seconds in all, 30 by default as GroupMQ's ``close(gracefulTimeoutMs)``;
+        ``None`` waits for them however long), join every thread. Idempotent.
+        ``False`` when jobs were still running at the timeout: each is emitted as
+        ``graceful-timeout`` (no longer heartbeated: the stalled check recovers it)."""
         limit = opt.seconds(timeout, "timeout")
+        if limit is not None and limit < 0:
+            raise opt.GroupOptionError(f"timeout must be >= 0 seconds, not {timeout!r}")
         with self._lock:
             if self._state == "closed":
                 return True
@@ -160,6 +198,11 @@ class GroupWorker:
         finished = True
         if started:
             finished = self._stop_threads(limit)
+        if not finished:
+            with self._lock:
+                unfinished = list(self._held.values())
+            for job in unfinished:
+                self._emit("graceful-timeout", job)
         self._emit("closed")
         return finished
 
@@ -167,17 +210,22 @@ class GroupWorker:
         """Fetcher first; then the held jobs finish (no more chaining), then the handler
         threads and the finisher end, then the roles (heartbeats ran until now)."""
         assert self._fetcher is not None
+        deadline = None if limit is None else time.monotonic() + limit
+
+        def left() -> Optional[float]:
+            return None if deadline is None else max(0.0, deadline - time.monotonic())
+
         self._slots.wake()
         self._fetcher.interrupt()
-        self._fetcher.join(limit)
-        finished = self._slots.wait_all_free(self.concurrency, limit)
+        self._fetcher.join(left())
+        finished = self._slots.wait_all_free(self.concurrency, left())
         for _ in self._handlers:
             self._jobs.put(None)
-        finished = all([self._join(thread, limit) for thread in self._handlers]) and finished
-        finished = self._finisher.stop(limit) and finished
+        finished = all([self._join(thread, left()) for thread in self._handlers]) and finished
+        finished = self._finisher.stop(left()) and finished
         self._roles_stop.set()
         for role in self._roles:
-            role.join(limit)
+            role.join(left())
         self._fetcher.close()
         return finished
 
@@ -199,10 +247,38 @@ class GroupWorker:
             return [{"job": job, "processing_time": (now - started) / 1000.0}
                     for job, started in self._current.values()]
 
+    def get_current_job(self) -> Optional[Dict[str, Any]]:
+        """The longest-running job now (as in ``get_current_jobs``), or ``None``."""
+        jobs = self.get_current_jobs()
+        return max(jobs, key=lambda item: item["processing_time"]) if jobs else None
+
+    def is_processing(self) -> bool:
+        """Does the worker hold a job (running, held for ordering or finishing)?"""
+        with self._lock:
+            return bool(self._held)
+
+    def get_worker_metrics(self) -> Dict[str, Any]:
+        """GroupMQ's worker metrics, in seconds: ``total_jobs_processed``,
+        ``last_job_pickup_time`` (epoch seconds or ``None``), ``time_since_last_job``,
+        ``is_processing``, ``jobs_in_progress_count``, ``jobs_in_progress`` (``job_id``,
+        ``group_id``, ``processing_time``)."""
+        now = now_ms()
+        current = [{"job_id": item["job"].id, "group_id": item["job"].group_id,
+                    "processing_time": item["processing_time"]}
+                   for item in self.get_current_jobs()]
+        with self._lock:
+            picked, total, held = self._last_pickup, self._processed, len(self._held)
+        return {"name": self.queue.name, "total_jobs_processed": total,
+                "last_job_pickup_time": picked / 1000.0 if picked else None,
+                "time_since_last_job": (now - picked) / 1000.0 if picked else None,
+                "is_processing": held > 0, "jobs_in_progress_count": held,
+                "jobs_in_progress": current}
+
     # -- jobs --------------------------------------------------------------------------
 
     def _dispatch(self, jobs: List[GroupJob]) -> None:
         with self._lock:
+            self._last_pickup = now_ms()
             for job in jobs:
                 self._held[job.id] = job
         for job in jobs:
@@ -251,11 +327,16 @@ class GroupWorker:
     def _completed(self, job: GroupJob, result: Any, ok: bool) -> None:
         self._forget(job.id)
         if ok:
+            with self._lock:
+                self._processed += 1
             self._emit("completed", job, result)
 
     def _chained(self, job: GroupJob) -> None:
+        if self.queue.ordering == "in-memory":
+            self._ordering.chained(job)
         with self._lock:
             self._held[job.id] = job
+            self._last_pickup = now_ms()
         self._jobs.put(job)
 
     def _fail(self, job: GroupJob, exc: BaseException, started: int) -> None:
@@ -270,25 +351,18 @@ class GroupWorker:
             return
         job.status = "failed" if reply[0] == "failed" else "delayed" if backoff_ms else "waiting"
         job.attempts_made, job.failed_reason, job.stacktrace = int(reply[1]), str(exc), stack
+        with self._lock:
+            self._processed += 1
         self._emit("failed", job, exc)
 
     def _hold_for_order(self, job: GroupJob) -> GroupJob:
-        """Ordering "in-memory": hold a fresh job until its ordering window closed, then
-        run instead any earlier job of its group that arrived meanwhile."""
-        q = self.queue
-        while True:
-            wait_ms = job.order_ms + q.ordering_window_ms - now_ms()
-            if wait_ms > 0:
-                self._roles_stop.wait(min(wait_ms, q.ordering_window_ms) / 1000.0)
-            reply = q.run_script("reorder", job.id, job.group_id, self.token, now_ms(),
-                                 q.job_timeout_ms)
-            if not reply:
-                return job
-            earlier = GroupJob.from_reply(reply)
+        """Ordering "in-memory": the grace collection (see ``_ordering``)."""
+        earlier = self._ordering.order(job)
+        if earlier.id != job.id:
             with self._lock:
                 self._held.pop(job.id, None)
                 self._held[earlier.id] = earlier
-            job = earlier
+        return earlier
 
     # -- background roles --------------------------------------------------------------
 

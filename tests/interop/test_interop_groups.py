@@ -234,3 +234,23 @@ def test_ordering_scheduler_staged_on_one_side_runs_in_order_on_the_other(gmq, r
     gmq("work", log=f"{gname}:log", until=2, queueOpts={"orderingDelayMs": 400})
     assert check_runs(r.lrange(f"{gname}:log", 0, -1)) == {"o": [1, 2], "p": [1, 2]}
     gq.close()
+
+
+def test_clean_on_either_side_of_the_other_sides_jobs(gmq, redis_url, gname):
+    """Node's clean removes jobs Python completed; Python's removes a due delayed job
+    Node added, and Node then counts the group's remaining job as before."""
+    gq = GroupQueue(gname, connection=redis_url, keep_completed=10)
+    for i in range(3):
+        gq.add(group_id="c", data={"n": i}, job_id=f"c{i}")
+    with GroupWorker(gq, lambda job: job.id):
+        assert gq.wait_for_empty(30)
+    assert gq.get_completed_count() == 3
+    assert gmq("clean", status="completed", graceMs=0, limit=2) == 2
+    assert gq.get_completed_count() == 1
+    gmq("add", jobs=[{"groupId": "d", "data": {"n": 1}, "jobId": "d1", "delay": 50},
+                     {"groupId": "d", "data": {"n": 2}, "jobId": "d2", "delay": 600000}])
+    time.sleep(0.2)                                   # d1 is due (nothing promotes it)
+    assert gq.clean("delayed", grace=0.1) == 1
+    assert gmq("getJob", id="d1") is None
+    assert gmq("counts")["delayed"] == 1 and gq.get_group_job_count("d") == 1
+    gq.close()

@@ -14,6 +14,7 @@
  *   add    {jobs: [{groupId, data, orderMs?, jobId?, maxAttempts?, delay?}]} -> [job.toJSON()]
  *   getJob {id}                                                     -> job.toJSON() | null
  *   counts {}                                                       -> queue.getJobCounts()
+ *   clean  {status, graceMs?, limit?}              -> queue.clean(graceMs, limit, status)
  *   work   {concurrency, log?, sleepMs?, readyFile?, until: "empty" | number,
  *           workerOpts?}
  *          Runs a Worker. Its handler RPUSHes "start|id|group|n|node" and "end|..." to the
@@ -120,7 +121,16 @@ async function work(args) {
   return { completed, failed };
 }
 
-const COMMANDS = { add, getJob, counts, work };
+async function clean(args) {
+  const queue = makeQueue(args);
+  try {
+    return await queue.clean(args.graceMs || 0, args.limit || 1000, args.status);
+  } finally {
+    await queue.close();
+  }
+}
+
+const COMMANDS = { add, getJob, counts, clean, work };
 
 async function main() {
   const [command, raw] = process.argv.slice(2);
