@@ -11,9 +11,9 @@ const QUEUE = 'bench';
 const CHUNK = 500;
 const WARMUP = 20;
 const READY_KEY = 'bench:ready';
-const GO_KEY = 'bench:go';
 const STOP_KEY = 'bench:stop';
 const PROGRESS_KEY = 'bench:progress';
+const CONTROL_NAME = 'bench-ctl'; // the harness's own connections, not counted by waitReady
 const BULL_JOB_SUFFIXES = ['', ':logs', ':lock', ':dependencies', ':processed', ':failed', ':unsuccessful'];
 
 function parseArgs(argv) {
@@ -33,6 +33,42 @@ function connOpts(url) {
   const u = new URL(url);
   return { host: u.hostname, port: Number(u.port || 6379), db: Number((u.pathname || '/0').slice(1) || 0),
     maxRetriesPerRequest: null };
+}
+
+function control(url) {
+  return new IORedis(Object.assign(connOpts(url), { connectionName: CONTROL_NAME }));
+}
+
+// Connections blocked in a Redis command (BZPOPMIN, ...) that are not the harness's:
+// a worker blocked there is connected and waiting for work (common.py's blocked_clients).
+async function blockedClients(r) {
+  const list = await r.client('LIST');
+  return list.split('\n').filter((line) => {
+    const f = Object.fromEntries(line.split(' ').map((kv) => kv.split('=')));
+    return f.flags && f.flags.includes('b') && f.name !== CONTROL_NAME;
+  }).length;
+}
+
+// Wait until `expected` worker connections are blocked waiting for work, then 0.2 s more.
+async function waitReady(url, expected, timeoutS = 60) {
+  const r = control(url);
+  try {
+    const deadline = now() + timeoutS;
+    let n;
+    while ((n = await blockedClients(r)) < expected) {
+      if (now() > deadline) throw new Error(`workers not ready: ${n}/${expected} blocked`);
+      await new Promise((res) => setTimeout(res, 10));
+    }
+    await new Promise((res) => setTimeout(res, 200));
+  } finally {
+    r.disconnect();
+  }
+}
+
+async function resume(a) {
+  const q = new Queue(QUEUE, { connection: connOpts(a.url) });
+  await q.resume();
+  await q.close();
 }
 
 function rate(n, seconds, extra = {}) {
@@ -63,8 +99,10 @@ async function warm(a) {
   await q.close();
 }
 
+// Untimed: n no-op jobs on a paused queue (the workers get ready before the resume).
 async function fill(a, n, remove = true) {
   const q = new Queue(QUEUE, { connection: connOpts(a.url) });
+  await q.pause();
   const jobs = Array.from({ length: n }, (_, i) => ({ name: 'job', data: { i }, opts: { removeOnComplete: remove } }));
   for (const c of chunks(jobs)) await q.addBulk(c);
   await q.close();
@@ -96,13 +134,15 @@ async function runWorkerUntil(a, n, concurrency) {
   let last = 0;
   let resolve;
   const done = new Promise((r) => { resolve = r; });
-  const t0 = now();
   const worker = new Worker(QUEUE, processor, { connection: connOpts(a.url), concurrency });
   worker.on('completed', () => {
     count += 1;
     last = now();
     if (count >= n) resolve();
   });
+  await waitReady(a.url, 1);
+  const t0 = now();
+  await resume(a);
   const timer = setTimeout(() => resolve('timeout'), a.timeout * 1000);
   const r = await done;
   clearTimeout(timer);
@@ -126,7 +166,7 @@ async function blpopLoop(r, key, timeoutS) {
 }
 
 async function multi(a) {
-  const r = new IORedis(connOpts(a.url));
+  const r = control(a.url);
   await fill(a, a.n);
   const procs = [];
   try {
@@ -140,8 +180,9 @@ async function multi(a) {
     for (let i = 0; i < a.procs; i++) {
       if (!(await r.blpop(READY_KEY, 60))) throw new Error('worker processes did not get ready in 60 s');
     }
+    await waitReady(a.url, a.procs);
     const t0 = wall();
-    await r.rpush(GO_KEY, ...Array(a.procs).fill('go'));
+    await resume(a);
     const deadline = now() + a.timeout;
     for (;;) {
       const vals = Object.values(await r.hgetall(PROGRESS_KEY)).map((v) => JSON.parse(v));
@@ -164,16 +205,16 @@ async function multi(a) {
 }
 
 async function child(a) {
-  const r = new IORedis(connOpts(a.url));
+  const r = control(a.url);
   let count = 0;
   let last = 0;
   const publish = () => r.hset(PROGRESS_KEY, String(a.child), JSON.stringify({ count, last }));
-  await r.rpush(READY_KEY, String(a.child));
-  if (!(await blpopLoop(r, GO_KEY, 60))) throw new Error('no go signal');
   const worker = new Worker(QUEUE, processor, { connection: connOpts(a.url), concurrency: a.concurrency });
   worker.on('completed', () => { count += 1; last = wall(); });
+  await worker.waitUntilReady();
+  await r.rpush(READY_KEY, String(a.child));
   const timer = setInterval(publish, 100);
-  const stopper = new IORedis(connOpts(a.url));
+  const stopper = control(a.url);
   await blpopLoop(stopper, STOP_KEY, a.timeout);
   stopper.disconnect();
   clearInterval(timer);
@@ -190,7 +231,7 @@ async function rr(a) {
   const worker = new Worker(QUEUE, processor, { connection: connOpts(a.url), concurrency: 16 });
   await events.waitUntilReady();
   await worker.waitUntilReady();
-  await new Promise((res) => setTimeout(res, 200));
+  await waitReady(a.url, 2); // the worker and the events reader
   const lat = [];
   try {
     const t0 = now();
@@ -214,7 +255,7 @@ async function rr(a) {
 async function memory(a) {
   await fill(a, a.n, false);
   await runWorkerUntil(a, a.n, 16);
-  const r = new IORedis(connOpts(a.url));
+  const r = control(a.url);
   try {
     const memoryOf = async (keys) => {
       const p = r.pipeline();

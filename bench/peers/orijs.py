@@ -27,8 +27,11 @@ def warm(url):
     q.close()
 
 
-def fill(url, n, remove=True):
+def fill(url, n, remove=True, paused=True):
+    """Untimed: N no-op jobs on a paused queue (the workers get ready before the resume)."""
     q = Queue(QUEUE, connection=url)
+    if paused:
+        q.pause()
     jobs = [{"name": "job", "data": {"i": i}, "opts": {"remove_on_complete": remove}} for i in range(n)]
     for chunk in common.chunks(jobs, CHUNK):
         q.add_bulk(chunk)
@@ -58,13 +61,23 @@ def bulk_add(args):
     return common.rate(args.n, dt)
 
 
+def resume(url):
+    q = Queue(QUEUE, connection=url)
+    q.resume()
+    q.close()
+
+
 def run_worker_until(args, n, concurrency):
+    """Start a worker on the paused queue, wait until it is blocked waiting for work,
+    then time from the resume to its last completion."""
     completions = common.Completions(n)
-    t0 = time.perf_counter()
     worker = Worker(QUEUE, processor, connection=args.url, concurrency=concurrency)
     worker.on("completed", completions)
     worker.start()
     try:
+        common.wait_ready(args.url, 1)
+        t0 = time.perf_counter()
+        resume(args.url)
         if not completions.wait(args.timeout):
             raise RuntimeError(f"timed out at {completions.count}/{n}")
     finally:
@@ -78,7 +91,7 @@ def process(args):
 
 
 def process_only(args):
-    """``process`` on a queue someone else filled (bench/profile_worker.py)."""
+    """``process`` on a paused queue someone else filled (bench/profile_worker.py)."""
     return run_worker_until(args, args.n, args.concurrency)
 
 
@@ -86,8 +99,8 @@ def child(args):
     rep = common.ChildReporter(args.url, args.child)
     worker = Worker(QUEUE, processor, connection=args.url, concurrency=args.concurrency)
     worker.on("completed", rep.completed)
-    rep.ready_and_wait_go()
     worker.start()
+    rep.ready()
     rep.wait_stop(args.timeout)
     worker.close(timeout=30)
     rep.finish()
@@ -102,7 +115,7 @@ def rr(args):
     worker = Worker(QUEUE, processor, connection=args.url, concurrency=16).start()
     lat = []
     try:
-        time.sleep(0.2)
+        common.wait_ready(args.url, 2)  # the worker and the events reader
         t0 = time.perf_counter()
         for i in range(args.n):
             s = time.perf_counter()
@@ -160,7 +173,8 @@ CASES = {"seq_add": seq_add, "bulk_add": bulk_add, "process": process,
 def main():
     args = common.parse_args()
     if args.case == "multi":
-        result = common.run_multi(args, "bench.peers.orijs", lambda n: fill(args.url, n))
+        result = common.run_multi(args, "bench.peers.orijs", lambda n: fill(args.url, n),
+                                  lambda: resume(args.url))
     else:
         result = CASES[args.case](args)
     common.emit(result)
