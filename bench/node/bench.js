@@ -6,6 +6,7 @@ const { spawn } = require('child_process');
 const { performance } = require('perf_hooks');
 const { Queue, Worker, QueueEvents } = require('bullmq');
 const IORedis = require('ioredis');
+const fs = require('fs');
 
 const QUEUE = 'bench';
 const CHUNK = 500;
@@ -17,7 +18,7 @@ const CONTROL_NAME = 'bench-ctl'; // the harness's own connections, not counted 
 const BULL_JOB_SUFFIXES = ['', ':logs', ':lock', ':dependencies', ':processed', ':failed', ':unsuccessful'];
 
 function parseArgs(argv) {
-  const a = { n: 1000, concurrency: 16, procs: 4, child: 0, timeout: 300 };
+  const a = { n: 1000, concurrency: 16, procs: 4, child: 0, timeout: 300, payload: 0 };
   for (let i = 0; i < argv.length; i += 2) {
     const k = argv[i].replace(/^--/, '');
     const v = argv[i + 1];
@@ -103,7 +104,9 @@ async function warm(a) {
 async function fill(a, n, remove = true) {
   const q = new Queue(QUEUE, { connection: connOpts(a.url) });
   await q.pause();
-  const jobs = Array.from({ length: n }, (_, i) => ({ name: 'job', data: { i }, opts: { removeOnComplete: remove } }));
+  const pad = a.payload ? 'x'.repeat(a.payload) : null;
+  const data = (i) => (pad ? { i, pad } : { i });
+  const jobs = Array.from({ length: n }, (_, i) => ({ name: 'job', data: data(i), opts: { removeOnComplete: remove } }));
   for (const c of chunks(jobs)) await q.addBulk(c);
   await q.close();
 }
@@ -141,18 +144,55 @@ async function runWorkerUntil(a, n, concurrency) {
     if (count >= n) resolve();
   });
   await waitReady(a.url, 1);
+  const sampler = startSampler();
   const t0 = now();
   await resume(a);
   const timer = setTimeout(() => resolve('timeout'), a.timeout * 1000);
   const r = await done;
   clearTimeout(timer);
+  const usage = sampler.stop(n);
   await worker.close();
   if (r === 'timeout') throw new Error(`timed out at ${count}/${n}`);
-  return rate(count, last - t0, { concurrency });
+  return rate(count, last - t0, Object.assign({ concurrency }, usage));
+}
+
+function procStatus() {
+  const text = fs.readFileSync('/proc/self/status', 'utf8');
+  const field = (name) => Number((text.match(new RegExp(`^${name}:\\s+(\\d+)`, 'm')) || [0, 0])[1]);
+  return { rssKb: field('VmRSS'), threads: field('Threads') };
+}
+
+// Peak RSS and thread count every 50 ms, and CPU time, over the timed window
+// (common.py's ProcSampler).
+function startSampler() {
+  const peak = { rssKb: 0, threads: 0 };
+  const sample = () => {
+    const st = procStatus();
+    peak.rssKb = Math.max(peak.rssKb, st.rssKb);
+    peak.threads = Math.max(peak.threads, st.threads);
+  };
+  sample();
+  const cpu0 = process.cpuUsage();
+  const timer = setInterval(sample, 50);
+  return {
+    stop(n) {
+      const cpu = process.cpuUsage(cpu0);
+      clearInterval(timer);
+      sample();
+      const cpuS = (cpu.user + cpu.system) / 1e6;
+      return { rss_mb: +(peak.rssKb / 1024).toFixed(1), threads: peak.threads, cpu_s: +cpuS.toFixed(3),
+        cpu_us_per_job: +((cpuS / Math.max(n, 1)) * 1e6).toFixed(1) };
+    },
+  };
 }
 
 async function processCase(a) {
   await fill(a, a.n);
+  return runWorkerUntil(a, a.n, a.concurrency);
+}
+
+// `process` on a paused queue someone else filled (bench/scaling.py's backlog case).
+async function processOnly(a) {
   return runWorkerUntil(a, a.n, a.concurrency);
 }
 
@@ -275,7 +315,7 @@ async function memory(a) {
   }
 }
 
-const CASES = { seq_add: seqAdd, bulk_add: bulkAdd, process: processCase, multi, child, rr, memory };
+const CASES = { seq_add: seqAdd, bulk_add: bulkAdd, process: processCase, process_only: processOnly, multi, child, rr, memory };
 
 async function main() {
   const a = parseArgs(process.argv.slice(2));

@@ -54,6 +54,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--procs", type=int, default=4)
     p.add_argument("--child", type=int, default=0)
     p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument("--payload", type=int, default=0,
+                   help="bytes of padding in each job's data (bench/scaling.py)")
     return p.parse_args(argv)
 
 
@@ -250,6 +252,57 @@ class ChildReporter:
             self._thread.join(timeout=5)
         self.publish()
         self.r.close()
+
+
+def job_data(i: int, payload: int = 0) -> Dict:
+    """A job's data: its index, and ``payload`` bytes of padding when asked."""
+    return {"i": i, "pad": "x" * payload} if payload else {"i": i}
+
+
+def proc_status() -> Dict[str, int]:
+    """This process's resident memory (kB) and thread count, from /proc."""
+    out = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(("VmRSS:", "Threads:")):
+                key, value = line.split(":", 1)
+                out[key] = int(value.split()[0])
+    return out
+
+
+class ProcSampler:
+    """Peak RSS and thread count of this process, sampled every 50 ms, and its CPU
+    time (all threads), over a timed window: ``start()`` ... ``stop(n)`` -> fields."""
+
+    def __init__(self) -> None:
+        self.rss_kb = 0
+        self.threads = 0
+        self._cpu0 = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        st = proc_status()
+        self.rss_kb = max(self.rss_kb, st.get("VmRSS", 0))
+        self.threads = max(self.threads, st.get("Threads", 0))
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            self._sample()
+
+    def start(self) -> "ProcSampler":
+        self._cpu0 = time.process_time()
+        self._sample()
+        self._thread.start()
+        return self
+
+    def stop(self, n: int) -> Dict:
+        cpu = time.process_time() - self._cpu0
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._sample()
+        return {"rss_mb": round(self.rss_kb / 1024, 1), "threads": self.threads,
+                "cpu_s": round(cpu, 3), "cpu_us_per_job": round(cpu / max(n, 1) * 1e6, 1)}
 
 
 class Completions:

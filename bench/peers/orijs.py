@@ -27,12 +27,13 @@ def warm(url):
     q.close()
 
 
-def fill(url, n, remove=True, paused=True):
+def fill(url, n, remove=True, paused=True, payload=0):
     """Untimed: N no-op jobs on a paused queue (the workers get ready before the resume)."""
     q = Queue(QUEUE, connection=url)
     if paused:
         q.pause()
-    jobs = [{"name": "job", "data": {"i": i}, "opts": {"remove_on_complete": remove}} for i in range(n)]
+    jobs = [{"name": "job", "data": common.job_data(i, payload),
+             "opts": {"remove_on_complete": remove}} for i in range(n)]
     for chunk in common.chunks(jobs, CHUNK):
         q.add_bulk(chunk)
     q.close()
@@ -76,17 +77,20 @@ def run_worker_until(args, n, concurrency):
     worker.start()
     try:
         common.wait_ready(args.url, 1)
+        sampler = common.ProcSampler().start()
         t0 = time.perf_counter()
         resume(args.url)
         if not completions.wait(args.timeout):
             raise RuntimeError(f"timed out at {completions.count}/{n}")
+        usage = sampler.stop(n)
     finally:
         worker.close(timeout=30)
-    return common.rate(completions.count, completions.last - t0, concurrency=concurrency)
+    return common.rate(completions.count, completions.last - t0, concurrency=concurrency,
+                       **usage)
 
 
 def process(args):
-    fill(args.url, args.n)
+    fill(args.url, args.n, payload=args.payload)
     return run_worker_until(args, args.n, args.concurrency)
 
 
