@@ -47,6 +47,7 @@ from orijs_sync.testing import RedisServer  # noqa: E402
 
 PEERS = ("orijs", "node")
 LABEL = {"orijs": "orijs_sync", "node": "BullMQ (Node)"}
+SAMPLE = ["--sample", "1"]   # the peers report their RSS, threads and CPU
 
 
 def script_names() -> Dict[str, str]:
@@ -170,7 +171,8 @@ def run_backlog(r: redis.Redis, names: Dict[str, str], url: str, scale: int,
         log(f"backlog {b:,}: filled in {time.time() - t0:.0f} s, {per_job:.0f} B/job ({load()})")
         row = {"backlog": b, "bytes_per_waiting_job": round(per_job, 1), "take": take}
         for peer in PEERS:
-            res = cell(r, names, peer, "process_only", url, take, ["--concurrency", "16"], timeout)
+            res = cell(r, names, peer, "process_only", url, take, ["--concurrency", "16", *SAMPLE],
+                       timeout)
             pause(url)
             row[peer] = res
             log(f"  {peer}: {summary(res)}")
@@ -193,7 +195,8 @@ def run_payload(r: redis.Redis, names: Dict[str, str], url: str, scale: int,
         for peer in PEERS:
             r.flushall()
             fill(url, n, size)
-            row[peer] = cell(r, names, peer, "process_only", url, n, ["--concurrency", "16"], timeout)
+            row[peer] = cell(r, names, peer, "process_only", url, n,
+                             ["--concurrency", "16", *SAMPLE], timeout)
             log(f"payload {size} B, {peer}: {summary(row[peer])} ({load()})")
         row["load"] = load()
         rows.append(row)
@@ -209,7 +212,8 @@ def run_concurrency(r: redis.Redis, names: Dict[str, str], url: str, scale: int,
         for peer in PEERS:
             r.flushall()
             fill(url, n)
-            row[peer] = cell(r, names, peer, "process_only", url, n, ["--concurrency", str(c)], timeout)
+            row[peer] = cell(r, names, peer, "process_only", url, n,
+                             ["--concurrency", str(c), *SAMPLE], timeout)
             log(f"c={c}, {peer}: {summary(row[peer])} ({load()})")
         row["load"] = load()
         rows.append(row)

@@ -18,7 +18,7 @@ const CONTROL_NAME = 'bench-ctl'; // the harness's own connections, not counted 
 const BULL_JOB_SUFFIXES = ['', ':logs', ':lock', ':dependencies', ':processed', ':failed', ':unsuccessful'];
 
 function parseArgs(argv) {
-  const a = { n: 1000, concurrency: 16, procs: 4, child: 0, timeout: 300, payload: 0 };
+  const a = { n: 1000, concurrency: 16, procs: 4, child: 0, timeout: 300, payload: 0, sample: 0 };
   for (let i = 0; i < argv.length; i += 2) {
     const k = argv[i].replace(/^--/, '');
     const v = argv[i + 1];
@@ -144,13 +144,13 @@ async function runWorkerUntil(a, n, concurrency) {
     if (count >= n) resolve();
   });
   await waitReady(a.url, 1);
-  const sampler = startSampler();
+  const sampler = a.sample ? startSampler() : null;
   const t0 = now();
   await resume(a);
   const timer = setTimeout(() => resolve('timeout'), a.timeout * 1000);
   const r = await done;
   clearTimeout(timer);
-  const usage = sampler.stop(n);
+  const usage = sampler ? sampler.stop(n) : {};
   await worker.close();
   if (r === 'timeout') throw new Error(`timed out at ${count}/${n}`);
   return rate(count, last - t0, Object.assign({ concurrency }, usage));
@@ -162,8 +162,9 @@ function procStatus() {
   return { rssKb: field('VmRSS'), threads: field('Threads') };
 }
 
-// Peak RSS and thread count every 50 ms, and CPU time, over the timed window
-// (common.py's ProcSampler).
+// Peak RSS and thread count every 250 ms, and CPU time, over the timed window
+// (common.py's ProcSampler); only with --sample 1 (bench/scaling.py): sampling
+// every 50 ms cost Node's event loop measurably.
 function startSampler() {
   const peak = { rssKb: 0, threads: 0 };
   const sample = () => {
@@ -173,7 +174,7 @@ function startSampler() {
   };
   sample();
   const cpu0 = process.cpuUsage();
-  const timer = setInterval(sample, 50);
+  const timer = setInterval(sample, 250);
   return {
     stop(n) {
       const cpu = process.cpuUsage(cpu0);

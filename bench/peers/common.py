@@ -56,6 +56,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=300.0)
     p.add_argument("--payload", type=int, default=0,
                    help="bytes of padding in each job's data (bench/scaling.py)")
+    p.add_argument("--sample", type=int, default=0,
+                   help="1: report the worker process's RSS, threads and CPU (bench/scaling.py)")
     return p.parse_args(argv)
 
 
@@ -271,8 +273,9 @@ def proc_status() -> Dict[str, int]:
 
 
 class ProcSampler:
-    """Peak RSS and thread count of this process, sampled every 50 ms, and its CPU
-    time (all threads), over a timed window: ``start()`` ... ``stop(n)`` -> fields."""
+    """Peak RSS and thread count of this process, sampled every 250 ms, and its CPU
+    time (all threads), over a timed window: ``start()`` ... ``stop(n)`` -> fields.
+    Only when asked (``--sample 1``): it is one more thread in the measured process."""
 
     def __init__(self) -> None:
         self.rss_kb = 0
@@ -287,7 +290,7 @@ class ProcSampler:
         self.threads = max(self.threads, st.get("Threads", 0))
 
     def _run(self) -> None:
-        while not self._stop.wait(0.05):
+        while not self._stop.wait(0.25):
             self._sample()
 
     def start(self) -> "ProcSampler":

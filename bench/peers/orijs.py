@@ -77,12 +77,12 @@ def run_worker_until(args, n, concurrency):
     worker.start()
     try:
         common.wait_ready(args.url, 1)
-        sampler = common.ProcSampler().start()
+        sampler = common.ProcSampler().start() if args.sample else None
         t0 = time.perf_counter()
         resume(args.url)
         if not completions.wait(args.timeout):
             raise RuntimeError(f"timed out at {completions.count}/{n}")
-        usage = sampler.stop(n)
+        usage = sampler.stop(n) if sampler else {}
     finally:
         worker.close(timeout=30)
     return common.rate(completions.count, completions.last - t0, concurrency=concurrency,
