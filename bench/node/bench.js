@@ -6,18 +6,19 @@ const { spawn } = require('child_process');
 const { performance } = require('perf_hooks');
 const { Queue, Worker, QueueEvents } = require('bullmq');
 const IORedis = require('ioredis');
+const fs = require('fs');
 
 const QUEUE = 'bench';
 const CHUNK = 500;
 const WARMUP = 20;
 const READY_KEY = 'bench:ready';
-const GO_KEY = 'bench:go';
 const STOP_KEY = 'bench:stop';
 const PROGRESS_KEY = 'bench:progress';
+const CONTROL_NAME = 'bench-ctl'; // the harness's own connections, not counted by waitReady
 const BULL_JOB_SUFFIXES = ['', ':logs', ':lock', ':dependencies', ':processed', ':failed', ':unsuccessful'];
 
 function parseArgs(argv) {
-  const a = { n: 1000, concurrency: 16, procs: 4, child: 0, timeout: 300 };
+  const a = { n: 1000, concurrency: 16, procs: 4, child: 0, timeout: 300, payload: 0, sample: 0 };
   for (let i = 0; i < argv.length; i += 2) {
     const k = argv[i].replace(/^--/, '');
     const v = argv[i + 1];
@@ -33,6 +34,42 @@ function connOpts(url) {
   const u = new URL(url);
   return { host: u.hostname, port: Number(u.port || 6379), db: Number((u.pathname || '/0').slice(1) || 0),
     maxRetriesPerRequest: null };
+}
+
+function control(url) {
+  return new IORedis(Object.assign(connOpts(url), { connectionName: CONTROL_NAME }));
+}
+
+// Connections blocked in a Redis command (BZPOPMIN, ...) that are not the harness's:
+// a worker blocked there is connected and waiting for work (common.py's blocked_clients).
+async function blockedClients(r) {
+  const list = await r.client('LIST');
+  return list.split('\n').filter((line) => {
+    const f = Object.fromEntries(line.split(' ').map((kv) => kv.split('=')));
+    return f.flags && f.flags.includes('b') && f.name !== CONTROL_NAME;
+  }).length;
+}
+
+// Wait until `expected` worker connections are blocked waiting for work, then 0.2 s more.
+async function waitReady(url, expected, timeoutS = 60) {
+  const r = control(url);
+  try {
+    const deadline = now() + timeoutS;
+    let n;
+    while ((n = await blockedClients(r)) < expected) {
+      if (now() > deadline) throw new Error(`workers not ready: ${n}/${expected} blocked`);
+      await new Promise((res) => setTimeout(res, 10));
+    }
+    await new Promise((res) => setTimeout(res, 200));
+  } finally {
+    r.disconnect();
+  }
+}
+
+async function resume(a) {
+  const q = new Queue(QUEUE, { connection: connOpts(a.url) });
+  await q.resume();
+  await q.close();
 }
 
 function rate(n, seconds, extra = {}) {
@@ -63,9 +100,13 @@ async function warm(a) {
   await q.close();
 }
 
+// Untimed: n no-op jobs on a paused queue (the workers get ready before the resume).
 async function fill(a, n, remove = true) {
   const q = new Queue(QUEUE, { connection: connOpts(a.url) });
-  const jobs = Array.from({ length: n }, (_, i) => ({ name: 'job', data: { i }, opts: { removeOnComplete: remove } }));
+  await q.pause();
+  const pad = a.payload ? 'x'.repeat(a.payload) : null;
+  const data = (i) => (pad ? { i, pad } : { i });
+  const jobs = Array.from({ length: n }, (_, i) => ({ name: 'job', data: data(i), opts: { removeOnComplete: remove } }));
   for (const c of chunks(jobs)) await q.addBulk(c);
   await q.close();
 }
@@ -96,23 +137,63 @@ async function runWorkerUntil(a, n, concurrency) {
   let last = 0;
   let resolve;
   const done = new Promise((r) => { resolve = r; });
-  const t0 = now();
   const worker = new Worker(QUEUE, processor, { connection: connOpts(a.url), concurrency });
   worker.on('completed', () => {
     count += 1;
     last = now();
     if (count >= n) resolve();
   });
+  await waitReady(a.url, 1);
+  const sampler = a.sample ? startSampler() : null;
+  const t0 = now();
+  await resume(a);
   const timer = setTimeout(() => resolve('timeout'), a.timeout * 1000);
   const r = await done;
   clearTimeout(timer);
+  const usage = sampler ? sampler.stop(n) : {};
   await worker.close();
   if (r === 'timeout') throw new Error(`timed out at ${count}/${n}`);
-  return rate(count, last - t0, { concurrency });
+  return rate(count, last - t0, Object.assign({ concurrency }, usage));
+}
+
+function procStatus() {
+  const text = fs.readFileSync('/proc/self/status', 'utf8');
+  const field = (name) => Number((text.match(new RegExp(`^${name}:\\s+(\\d+)`, 'm')) || [0, 0])[1]);
+  return { rssKb: field('VmRSS'), threads: field('Threads') };
+}
+
+// Peak RSS and thread count every 250 ms, and CPU time, over the timed window
+// (common.py's ProcSampler); only with --sample 1 (bench/scaling.py): sampling
+// every 50 ms cost Node's event loop measurably.
+function startSampler() {
+  const peak = { rssKb: 0, threads: 0 };
+  const sample = () => {
+    const st = procStatus();
+    peak.rssKb = Math.max(peak.rssKb, st.rssKb);
+    peak.threads = Math.max(peak.threads, st.threads);
+  };
+  sample();
+  const cpu0 = process.cpuUsage();
+  const timer = setInterval(sample, 250);
+  return {
+    stop(n) {
+      const cpu = process.cpuUsage(cpu0);
+      clearInterval(timer);
+      sample();
+      const cpuS = (cpu.user + cpu.system) / 1e6;
+      return { rss_mb: +(peak.rssKb / 1024).toFixed(1), threads: peak.threads, cpu_s: +cpuS.toFixed(3),
+        cpu_us_per_job: +((cpuS / Math.max(n, 1)) * 1e6).toFixed(1) };
+    },
+  };
 }
 
 async function processCase(a) {
   await fill(a, a.n);
+  return runWorkerUntil(a, a.n, a.concurrency);
+}
+
+// `process` on a paused queue someone else filled (bench/scaling.py's backlog case).
+async function processOnly(a) {
   return runWorkerUntil(a, a.n, a.concurrency);
 }
 
@@ -126,7 +207,7 @@ async function blpopLoop(r, key, timeoutS) {
 }
 
 async function multi(a) {
-  const r = new IORedis(connOpts(a.url));
+  const r = control(a.url);
   await fill(a, a.n);
   const procs = [];
   try {
@@ -140,8 +221,9 @@ async function multi(a) {
     for (let i = 0; i < a.procs; i++) {
       if (!(await r.blpop(READY_KEY, 60))) throw new Error('worker processes did not get ready in 60 s');
     }
+    await waitReady(a.url, a.procs);
     const t0 = wall();
-    await r.rpush(GO_KEY, ...Array(a.procs).fill('go'));
+    await resume(a);
     const deadline = now() + a.timeout;
     for (;;) {
       const vals = Object.values(await r.hgetall(PROGRESS_KEY)).map((v) => JSON.parse(v));
@@ -164,16 +246,16 @@ async function multi(a) {
 }
 
 async function child(a) {
-  const r = new IORedis(connOpts(a.url));
+  const r = control(a.url);
   let count = 0;
   let last = 0;
   const publish = () => r.hset(PROGRESS_KEY, String(a.child), JSON.stringify({ count, last }));
-  await r.rpush(READY_KEY, String(a.child));
-  if (!(await blpopLoop(r, GO_KEY, 60))) throw new Error('no go signal');
   const worker = new Worker(QUEUE, processor, { connection: connOpts(a.url), concurrency: a.concurrency });
   worker.on('completed', () => { count += 1; last = wall(); });
+  await worker.waitUntilReady();
+  await r.rpush(READY_KEY, String(a.child));
   const timer = setInterval(publish, 100);
-  const stopper = new IORedis(connOpts(a.url));
+  const stopper = control(a.url);
   await blpopLoop(stopper, STOP_KEY, a.timeout);
   stopper.disconnect();
   clearInterval(timer);
@@ -190,7 +272,7 @@ async function rr(a) {
   const worker = new Worker(QUEUE, processor, { connection: connOpts(a.url), concurrency: 16 });
   await events.waitUntilReady();
   await worker.waitUntilReady();
-  await new Promise((res) => setTimeout(res, 200));
+  await waitReady(a.url, 2); // the worker and the events reader
   const lat = [];
   try {
     const t0 = now();
@@ -214,7 +296,7 @@ async function rr(a) {
 async function memory(a) {
   await fill(a, a.n, false);
   await runWorkerUntil(a, a.n, 16);
-  const r = new IORedis(connOpts(a.url));
+  const r = control(a.url);
   try {
     const memoryOf = async (keys) => {
       const p = r.pipeline();
@@ -234,7 +316,7 @@ async function memory(a) {
   }
 }
 
-const CASES = { seq_add: seqAdd, bulk_add: bulkAdd, process: processCase, multi, child, rr, memory };
+const CASES = { seq_add: seqAdd, bulk_add: bulkAdd, process: processCase, process_only: processOnly, multi, child, rr, memory };
 
 async function main() {
   const a = parseArgs(process.argv.slice(2));

@@ -29,7 +29,9 @@ async def warm(url):
 
 
 async def fill(url, n, remove=True):
+    """Untimed: N no-op jobs on a paused queue (the workers get ready before the resume)."""
     q = Queue(QUEUE, conn(url))
+    await q.pause()
     jobs = [{"name": "job", "data": {"i": i}, "opts": {"removeOnComplete": remove}} for i in range(n)]
     for chunk in common.chunks(jobs, CHUNK):
         await q.addBulk(chunk)
@@ -69,14 +71,22 @@ async def run_worker_until(args, n, concurrency):
         if state["count"] >= n and not done.done():
             done.set_result(None)
 
-    t0 = time.perf_counter()
     worker = Worker(QUEUE, processor, {"connection": args.url, "concurrency": concurrency})
     worker.on("completed", on_completed)
     try:
+        await asyncio.get_running_loop().run_in_executor(None, common.wait_ready, args.url, 1)
+        t0 = time.perf_counter()
+        await resume(args.url)
         await asyncio.wait_for(done, args.timeout)
     finally:
         await worker.close()
     return common.rate(state["count"], state["last"] - t0, concurrency=concurrency)
+
+
+async def resume(url):
+    q = Queue(QUEUE, conn(url))
+    await q.resume()
+    await q.close()
 
 
 async def process(args):
@@ -87,9 +97,9 @@ async def process(args):
 async def child(args):
     rep = common.ChildReporter(args.url, args.child)
     loop = asyncio.get_running_loop()
-    await loop.run_in_executor(None, rep.ready_and_wait_go)
     worker = Worker(QUEUE, processor, {"connection": args.url, "concurrency": args.concurrency})
     worker.on("completed", rep.completed)
+    rep.ready()
     await loop.run_in_executor(None, rep.wait_stop, args.timeout)
     await worker.close()
     rep.finish()
@@ -101,8 +111,8 @@ async def rr(args):
     q = Queue(QUEUE, conn(args.url))
     events = QueueEvents(QUEUE, conn(args.url))
     worker = Worker(QUEUE, processor, {"connection": args.url, "concurrency": 16})
-    await asyncio.sleep(0.5)  # let the events reader and worker connect
     loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, common.wait_ready, args.url, 2)  # worker, events reader
     lat = []
     try:
         t0 = time.perf_counter()
@@ -147,7 +157,8 @@ def main():
     args = common.parse_args()
     if args.case == "multi":
         result = common.run_multi(args, "bench.peers.bullmq_py",
-                                  lambda n: asyncio.run(fill(args.url, n)))
+                                  lambda n: asyncio.run(fill(args.url, n)),
+                                  lambda: asyncio.run(resume(args.url)))
     else:
         result = asyncio.run(CASES[args.case](args))
     common.emit(result)

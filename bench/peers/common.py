@@ -6,8 +6,10 @@ line ``RESULT {json}`` on stdout. Cases:
 
 - ``seq_add``: N sequential adds, one awaited at a time -> ``ops_per_s``
 - ``bulk_add``: N jobs in chunks of 500, remove-on-complete -> ``ops_per_s``
-- ``process``: N no-op jobs pre-filled (untimed), one worker process with
-  ``--concurrency`` started and timed until the last completion -> ``ops_per_s``
+- ``process``: N no-op jobs put on a paused (or held) queue, untimed; one worker
+  with ``--concurrency`` started and waited for until it is ready (blocked in
+  Redis waiting for work, see ``wait_ready``); the clock starts at the resume
+  and stops at the last completion -> ``ops_per_s``
 - ``multi``: the same with ``--procs`` worker processes (see ``run_multi``)
 - ``rr``: N sequential request-response round trips -> ``ops_per_s``, ``p50_ms``, ``p99_ms``
 - ``memory``: N jobs processed and kept; bytes of ``MEMORY USAGE`` per job
@@ -33,9 +35,10 @@ QUEUE = "bench"
 WARMUP = 20
 
 READY_KEY = "bench:ready"
-GO_KEY = "bench:go"
 STOP_KEY = "bench:stop"
 PROGRESS_KEY = "bench:progress"
+HELD_KEY = "bench:held"      # Huey / RQ: the filled list waits here until the release
+CONTROL_NAME = "bench-ctl"   # CLIENT SETNAME of the harness's own connections
 
 
 def noop(*args, **kwargs):  # RQ needs an importable function
@@ -51,6 +54,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--procs", type=int, default=4)
     p.add_argument("--child", type=int, default=0)
     p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument("--payload", type=int, default=0,
+                   help="bytes of padding in each job's data (bench/scaling.py)")
+    p.add_argument("--sample", type=int, default=0,
+                   help="1: report the worker process's RSS, threads and CPU (bench/scaling.py)")
     return p.parse_args(argv)
 
 
@@ -82,7 +89,46 @@ def latency_result(latencies_s: List[float], total_s: float, **extra) -> Dict:
 
 
 def client(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url)
+    """A harness connection, named so ``wait_ready`` does not count it."""
+    return redis.Redis.from_url(url, client_name=CONTROL_NAME)
+
+
+def blocked_clients(r: redis.Redis) -> int:
+    """Connections blocked in a Redis command (BZPOPMIN, BRPOP, ...) that are not
+    the harness's own: a worker blocked there is connected and waiting for work."""
+    return sum(1 for c in r.client_list()
+               if "b" in c.get("flags", "") and c.get("name") != CONTROL_NAME)
+
+
+def wait_ready(url: str, expected: int, timeout: float = 60.0, settle: float = 0.2) -> int:
+    """Wait until ``expected`` worker connections are blocked waiting for work (the
+    queue is paused or held, so that is where a started worker ends up), then
+    ``settle`` seconds more. Returns how many were blocked."""
+    r = client(url)
+    try:
+        deadline = time.monotonic() + timeout
+        while (n := blocked_clients(r)) < expected:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"workers not ready: {n}/{expected} blocked after {timeout} s")
+            time.sleep(0.01)
+        time.sleep(settle)
+        return n
+    finally:
+        r.close()
+
+
+def hold(url: str, key: str) -> None:
+    """Huey / RQ have no pause: move the filled list aside (untimed)."""
+    r = client(url)
+    r.rename(key, HELD_KEY)
+    r.close()
+
+
+def release(url: str, key: str) -> None:
+    """Put the held list back: RENAME wakes the workers blocked on ``key``."""
+    r = client(url)
+    r.rename(HELD_KEY, key)
+    r.close()
 
 
 def memory_of(r: redis.Redis, keys: Iterable) -> int:
@@ -111,15 +157,17 @@ def chunks(seq: List, size: int = CHUNK):
 
 
 # --------------------------------------------------------------------------
-# multi-process processing: a parent that fills the queue, starts P child
-# processes, gives them a common start signal through Redis, and stops them
-# once every job is done. Each child reports (count, wall-clock time of its
+# multi-process processing: a parent fills a paused (or held) queue, starts P
+# child processes, waits until each has its worker started (READY_KEY) and every
+# worker is blocked in Redis waiting for work (``wait_ready``), then resumes the
+# queue and starts the clock. Each child reports (count, wall-clock time of its
 # last completion) into a hash; elapsed = max(last) - t0. Polling only decides
 # when to stop; it does not affect the measured time.
 # --------------------------------------------------------------------------
 
 def run_multi(args: argparse.Namespace, module: str, fill: Callable[[int], None],
-              child_concurrency: Optional[int] = None) -> Dict:
+              resume: Callable[[], None], child_concurrency: Optional[int] = None,
+              blocked_per_proc: int = 1) -> Dict:
     r = client(args.url)
     fill(args.n)
     procs: List[subprocess.Popen] = []
@@ -135,8 +183,9 @@ def run_multi(args: argparse.Namespace, module: str, fill: Callable[[int], None]
         for _ in range(args.procs):
             if r.blpop([READY_KEY], timeout=60) is None:
                 raise RuntimeError("worker processes did not get ready in 60 s")
+        wait_ready(args.url, args.procs * blocked_per_proc)
         t0 = time.time()
-        r.rpush(GO_KEY, *["go"] * args.procs)
+        resume()
         deadline = time.monotonic() + args.timeout
         while True:
             vals = [json.loads(v) for v in r.hvals(PROGRESS_KEY)]
@@ -179,12 +228,9 @@ class ChildReporter:
             self.count += 1
             self.last = time.time()
 
-    def ready_and_wait_go(self, timeout: float = 60.0) -> None:
+    def ready(self) -> None:
+        """Call once the worker is started: the parent then waits for it to block."""
         self.r.rpush(READY_KEY, self.child)
-        deadline = time.monotonic() + timeout
-        while self.r.blpop([GO_KEY], timeout=1) is None:
-            if time.monotonic() > deadline:
-                raise RuntimeError("no go signal")
         self._thread.start()
 
     def wait_stop(self, timeout: float) -> None:
@@ -210,6 +256,58 @@ class ChildReporter:
         self.r.close()
 
 
+def job_data(i: int, payload: int = 0) -> Dict:
+    """A job's data: its index, and ``payload`` bytes of padding when asked."""
+    return {"i": i, "pad": "x" * payload} if payload else {"i": i}
+
+
+def proc_status() -> Dict[str, int]:
+    """This process's resident memory (kB) and thread count, from /proc."""
+    out = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(("VmRSS:", "Threads:")):
+                key, value = line.split(":", 1)
+                out[key] = int(value.split()[0])
+    return out
+
+
+class ProcSampler:
+    """Peak RSS and thread count of this process, sampled every 250 ms, and its CPU
+    time (all threads), over a timed window: ``start()`` ... ``stop(n)`` -> fields.
+    Only when asked (``--sample 1``): it is one more thread in the measured process."""
+
+    def __init__(self) -> None:
+        self.rss_kb = 0
+        self.threads = 0
+        self._cpu0 = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        st = proc_status()
+        self.rss_kb = max(self.rss_kb, st.get("VmRSS", 0))
+        self.threads = max(self.threads, st.get("Threads", 0))
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.25):
+            self._sample()
+
+    def start(self) -> "ProcSampler":
+        self._cpu0 = time.process_time()
+        self._sample()
+        self._thread.start()
+        return self
+
+    def stop(self, n: int) -> Dict:
+        cpu = time.process_time() - self._cpu0
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._sample()
+        return {"rss_mb": round(self.rss_kb / 1024, 1), "threads": self.threads,
+                "cpu_s": round(cpu, 3), "cpu_us_per_job": round(cpu / max(n, 1) * 1e6, 1)}
+
+
 class Completions:
     """A worker's ``completed`` listener counting completions up to ``n``; ``last`` is
     the ``perf_counter()`` of the latest."""
@@ -217,6 +315,7 @@ class Completions:
     def __init__(self, n: int) -> None:
         self.n = n
         self.count = 0
+        self.first = 0.0
         self.last = 0.0
         self._lock = threading.Lock()
         self._done = threading.Event()
@@ -225,6 +324,8 @@ class Completions:
         with self._lock:
             self.count += 1
             self.last = time.perf_counter()
+            if self.count == 1:
+                self.first = self.last
             if self.count >= self.n:
                 self._done.set()
 

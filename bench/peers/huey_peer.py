@@ -27,14 +27,20 @@ def warm(huey, noop):
 
 
 def fill(url, n):
-    """Untimed: LPUSH the serialized messages in pipelines of 500."""
+    """Untimed: LPUSH the serialized messages in pipelines of 500, onto the held list
+    (Huey has no pause; ``release`` puts it in place once the consumers are ready)."""
     huey, noop, _ = make_huey(url)
     conn = huey.storage.conn
     for chunk in common.chunks(list(range(n))):
         pipe = conn.pipeline(transaction=False)
         for i in chunk:
-            pipe.lpush(huey.storage.queue_key, huey.serialize_task(noop.s(i)))
+            pipe.lpush(common.HELD_KEY, huey.serialize_task(noop.s(i)))
         pipe.execute()
+
+
+def release(url):
+    huey, _, _ = make_huey(url)
+    common.release(url, huey.storage.queue_key)
 
 
 def seq_add(args):
@@ -75,10 +81,12 @@ def process(args):
     huey, noop, _ = make_huey(args.url)
     counter = Counter(args.n)
     huey.signal(signals.SIGNAL_COMPLETE)(counter)
-    t0 = time.perf_counter()
     c = consumer(huey, args.concurrency)
     c.start()
     try:
+        common.wait_ready(args.url, args.concurrency)  # every consumer thread in BRPOP
+        t0 = time.perf_counter()
+        release(args.url)
         if not counter.done.wait(args.timeout):
             raise RuntimeError(f"timed out at {counter.count}/{args.n}")
     finally:
@@ -91,8 +99,8 @@ def child(args):
     huey, noop, _ = make_huey(args.url)
     huey.signal(signals.SIGNAL_COMPLETE)(lambda *a, **k: rep.completed())
     c = consumer(huey, args.concurrency)
-    rep.ready_and_wait_go()
     c.start()
+    rep.ready()
     rep.wait_stop(args.timeout)
     c.stop(graceful=True)
     rep.finish()
@@ -107,7 +115,7 @@ def rr(args):
     c.start()
     lat = []
     try:
-        time.sleep(0.2)
+        common.wait_ready(args.url, 16)
         t0 = time.perf_counter()
         for i in range(args.n):
             s = time.perf_counter()
@@ -125,7 +133,8 @@ CASES = {"seq_add": seq_add, "process": process, "child": child, "rr": rr}
 def main():
     args = common.parse_args()
     if args.case == "multi":
-        result = common.run_multi(args, "bench.peers.huey_peer", lambda n: fill(args.url, n))
+        result = common.run_multi(args, "bench.peers.huey_peer", lambda n: fill(args.url, n),
+                                  lambda: release(args.url), blocked_per_proc=args.concurrency)
     elif args.case == "bulk_add":
         result = common.unsupported("Huey has no bulk enqueue")
     elif args.case == "memory":

@@ -27,9 +27,13 @@ def warm(url):
     q.close()
 
 
-def fill(url, n, remove=True):
+def fill(url, n, remove=True, paused=True, payload=0):
+    """Untimed: N no-op jobs on a paused queue (the workers get ready before the resume)."""
     q = Queue(QUEUE, connection=url)
-    jobs = [{"name": "job", "data": {"i": i}, "opts": {"remove_on_complete": remove}} for i in range(n)]
+    if paused:
+        q.pause()
+    jobs = [{"name": "job", "data": common.job_data(i, payload),
+             "opts": {"remove_on_complete": remove}} for i in range(n)]
     for chunk in common.chunks(jobs, CHUNK):
         q.add_bulk(chunk)
     q.close()
@@ -58,27 +62,40 @@ def bulk_add(args):
     return common.rate(args.n, dt)
 
 
+def resume(url):
+    q = Queue(QUEUE, connection=url)
+    q.resume()
+    q.close()
+
+
 def run_worker_until(args, n, concurrency):
+    """Start a worker on the paused queue, wait until it is blocked waiting for work,
+    then time from the resume to its last completion."""
     completions = common.Completions(n)
-    t0 = time.perf_counter()
     worker = Worker(QUEUE, processor, connection=args.url, concurrency=concurrency)
     worker.on("completed", completions)
     worker.start()
     try:
+        common.wait_ready(args.url, 1)
+        sampler = common.ProcSampler().start() if args.sample else None
+        t0 = time.perf_counter()
+        resume(args.url)
         if not completions.wait(args.timeout):
             raise RuntimeError(f"timed out at {completions.count}/{n}")
+        usage = sampler.stop(n) if sampler else {}
     finally:
         worker.close(timeout=30)
-    return common.rate(completions.count, completions.last - t0, concurrency=concurrency)
+    return common.rate(completions.count, completions.last - t0, concurrency=concurrency,
+                       **usage)
 
 
 def process(args):
-    fill(args.url, args.n)
+    fill(args.url, args.n, payload=args.payload)
     return run_worker_until(args, args.n, args.concurrency)
 
 
 def process_only(args):
-    """``process`` on a queue someone else filled (bench/profile_worker.py)."""
+    """``process`` on a paused queue someone else filled (bench/profile_worker.py)."""
     return run_worker_until(args, args.n, args.concurrency)
 
 
@@ -86,8 +103,8 @@ def child(args):
     rep = common.ChildReporter(args.url, args.child)
     worker = Worker(QUEUE, processor, connection=args.url, concurrency=args.concurrency)
     worker.on("completed", rep.completed)
-    rep.ready_and_wait_go()
     worker.start()
+    rep.ready()
     rep.wait_stop(args.timeout)
     worker.close(timeout=30)
     rep.finish()
@@ -102,7 +119,7 @@ def rr(args):
     worker = Worker(QUEUE, processor, connection=args.url, concurrency=16).start()
     lat = []
     try:
-        time.sleep(0.2)
+        common.wait_ready(args.url, 2)  # the worker and the events reader
         t0 = time.perf_counter()
         for i in range(args.n):
             s = time.perf_counter()
@@ -160,7 +177,8 @@ CASES = {"seq_add": seq_add, "bulk_add": bulk_add, "process": process,
 def main():
     args = common.parse_args()
     if args.case == "multi":
-        result = common.run_multi(args, "bench.peers.orijs", lambda n: fill(args.url, n))
+        result = common.run_multi(args, "bench.peers.orijs", lambda n: fill(args.url, n),
+                                  lambda: resume(args.url))
     else:
         result = CASES[args.case](args)
     common.emit(result)

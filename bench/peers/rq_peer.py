@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 
 from redis import Redis
@@ -53,12 +54,24 @@ def bulk_add(args):
 
 
 class CountingWorker(SimpleWorker):
-    """SimpleWorker that counts its successes locally (RQ keeps the count in Redis)."""
+    """SimpleWorker that counts its successes locally (RQ keeps the count in Redis);
+    ``last`` is the ``perf_counter()`` of the latest, ``on_success`` a hook."""
     done = 0
+    last = 0.0
+    on_success = None
 
     def handle_job_success(self, *args, **kwargs):
         super().handle_job_success(*args, **kwargs)
         self.done += 1
+        self.last = time.perf_counter()
+        if self.on_success:
+            self.on_success()
+
+
+def work_until_idle(w):
+    """Not burst: the worker blocks in BLPOP on the held (empty) queue until the
+    release, and exits after 1 s without work (after its last completion)."""
+    w.work(burst=False, logging_level="WARNING", max_idle_time=1)
 
 
 def worker(url):
@@ -70,21 +83,29 @@ def process(args):
     if args.concurrency != 1:
         return common.unsupported("RQ runs one job at a time per worker process")
     fill(args.url, args.n)
+    key = queue(args.url).key
+    common.hold(args.url, key)
     w = worker(args.url)
-    t0 = time.perf_counter()
-    w.work(burst=True, logging_level="WARNING")
-    dt = time.perf_counter() - t0
-    return common.rate(w.done, dt, concurrency=1)
+    started = {}
+
+    def release_when_ready():  # RQ's work loop needs the main thread
+        common.wait_ready(args.url, 1)
+        started["t0"] = time.perf_counter()
+        common.release(args.url, key)
+
+    releaser = threading.Thread(target=release_when_ready, daemon=True)
+    releaser.start()
+    work_until_idle(w)
+    releaser.join(timeout=60)
+    return common.rate(w.done, w.last - started["t0"], concurrency=1)
 
 
 def child(args):
     rep = common.ChildReporter(args.url, args.child)
     w = worker(args.url)
-    rep.ready_and_wait_go()
-    w.work(burst=True, logging_level="WARNING")
-    with rep._lock:
-        rep.count = w.done
-        rep.last = time.time()
+    w.on_success = rep.completed
+    rep.ready()  # the parent then waits for this worker's BLPOP
+    work_until_idle(w)
     rep.publish()
     rep.wait_stop(args.timeout)
     rep.finish()
@@ -147,8 +168,13 @@ CASES = {"seq_add": seq_add, "bulk_add": bulk_add, "process": process, "child": 
 def main():
     args = common.parse_args()
     if args.case == "multi":
-        result = common.run_multi(args, "bench.peers.rq_peer", lambda n: fill(args.url, n),
-                                  child_concurrency=1)
+        key = queue(args.url).key
+
+        def fill_held(n):
+            fill(args.url, n)
+            common.hold(args.url, key)
+        result = common.run_multi(args, "bench.peers.rq_peer", fill_held,
+                                  lambda: common.release(args.url, key), child_concurrency=1)
     else:
         result = CASES[args.case](args)
     common.emit(result)
