@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""How cost grows with the work (issue 19): orijs_sync beside BullMQ for Node on one
+"""How cost grows with the work: orijs_sync beside BullMQ for Node on one
 Redis this script starts itself. Run by hand, never by the tests.
 
     python bench/scaling.py                       # backlog, payload, concurrency
