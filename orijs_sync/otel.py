@@ -9,6 +9,8 @@
     telemetry.execute(provider, workflow, data)               # span "execute {workflow}"
     QueueManager(url, queue_class=telemetry.queue_class(),    # the event layer's jobs too
                  worker_class=telemetry.worker_class())
+    BullMQWorkflowProvider(url, flow_producer_class=telemetry.flow_producer_class(),
+                           worker_class=telemetry.worker_class())   # a workflow's step jobs too
 
 The trace context goes into the job's options as ``tm``: the propagator's carrier
 (``traceparent``...) in JSON, as BullMQ stores it; a job added with
@@ -18,11 +20,12 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Callable, Dict, Optional, Type
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Type
 
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from .flow_producer import FlowProducer, JobNode
 from .job import Job
 from .queue import Queue
 from .worker import Worker
@@ -87,6 +90,12 @@ class Telemetry:
         take a ``queue_class`` (``QueueManager`` of the event layer, ``FlowProducer``...)."""
         return type("TracedQueue", (_TracedQueue,), {"telemetry": self})
 
+    def flow_producer_class(self) -> Type[FlowProducer]:
+        """A :class:`FlowProducer` subclass whose trees are added inside a PRODUCER span
+        (``add flow {queue}.{name}``) whose context every job of the tree carries, for
+        the components that take a ``flow_producer_class`` (the workflow provider)."""
+        return type("TracedFlowProducer", (_TracedFlowProducer,), {"telemetry": self})
+
     def worker_class(self) -> Type[Worker]:
         """A :class:`Worker` subclass whose jobs run inside process spans, for the
         components that take a ``worker_class``."""
@@ -145,3 +154,39 @@ class _TracedWorker(Worker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.telemetry.instrument_worker(self)
+
+
+def _with_context(node: Mapping[str, Any], metadata: str) -> Dict[str, Any]:
+    """A copy of a flow node whose jobs (children too) carry ``metadata``, unless a job
+    asks to omit the context."""
+    opts = dict(node.get("opts") or {})
+    telemetry = dict(opts.get("telemetry") or {})
+    if not telemetry.get("omit_context"):
+        opts["telemetry"] = dict(telemetry, metadata=metadata)
+    copy = dict(node, opts=opts)
+    if node.get("children"):
+        copy["children"] = [_with_context(child, metadata) for child in node["children"]]
+    return copy
+
+
+class _TracedFlowProducer(FlowProducer):
+    telemetry: Telemetry
+
+    def add_bulk(self, flows: Iterable[Mapping[str, Any]]) -> List[JobNode]:
+        """The trees are still added in one transaction, inside one PRODUCER span
+        whose context every job of every tree carries."""
+        trees = list(flows) if isinstance(flows, Iterable) and \
+            not isinstance(flows, (str, bytes, Mapping)) else flows
+        first = trees[0] if isinstance(trees, list) and trees else None
+        name = f"{first.get('queue_name')}.{first.get('name')}" \
+            if isinstance(first, Mapping) else "?"
+        with self.telemetry.tracer.start_as_current_span(
+                f"add flow {name}", kind=SpanKind.PRODUCER,
+                attributes={QUEUE_OPERATION: "addFlow"}):
+            carrier: Dict[str, str] = {}
+            propagate.inject(carrier)
+            metadata = json.dumps(carrier)
+            if isinstance(trees, list):
+                trees = [_with_context(t, metadata) if isinstance(t, Mapping) else t
+                         for t in trees]
+            return super().add_bulk(trees)

@@ -19,7 +19,7 @@ from orijs_sync.events import BullMQEventProvider, InProcessEventProvider
 from orijs_sync.events.queue_manager import QueueManager
 from orijs_sync.otel import Telemetry
 from orijs_sync.testing import wait_until
-from orijs_sync.workflows import InProcessWorkflowProvider, Workflow
+from orijs_sync.workflows import BullMQWorkflowProvider, InProcessWorkflowProvider, Workflow
 
 OTEL = Path(__file__).resolve().parent / "otel"
 
@@ -138,3 +138,26 @@ def test_the_event_layer_carries_the_trace_through_traced_classes(traced, redis_
     assert add.parent.span_id == emit.context.span_id
     assert process.parent.span_id == add.context.span_id
     assert len({emit.context.trace_id, add.context.trace_id, process.context.trace_id}) == 1
+
+
+def test_a_workflows_step_jobs_continue_the_execute_trace(traced, redis_url, namespace):
+    telemetry, exporter = traced
+    provider = BullMQWorkflowProvider(redis_url, queue_prefix=f"wf{namespace}",
+                                      flow_producer_class=telemetry.flow_producer_class(),
+                                      worker_class=telemetry.worker_class())
+    order = Workflow("Order").step("reserve", lambda ctx: {"reserved": ctx.data["id"]}) \
+        .step("charge", lambda ctx: {"charged": ctx.data["id"]})
+    provider.register(order)
+    with provider:
+        handle = telemetry.execute(provider, order, {"id": 9})
+        assert handle.result(timeout=30)["charge"] == {"charged": 9}
+        wait_until(lambda: len([s for s in exporter.get_finished_spans()
+                                if s.name.startswith("process")]) >= 3,
+                   timeout=20, what="process spans of both steps and the workflow job")
+    spans = exporter.get_finished_spans()
+    execute = next(s for s in spans if s.name == "execute Order")
+    add = next(s for s in spans if s.name.startswith("add flow"))
+    processes = [s for s in spans if s.name.startswith("process")]
+    assert add.parent.span_id == execute.context.span_id
+    assert all(p.context.trace_id == execute.context.trace_id for p in processes)
+    assert all(p.parent.span_id == add.context.span_id for p in processes)
