@@ -29,7 +29,7 @@ _POOL_INTERNALS = frozenset({"himport_registry", "maint_notifications_pool_handl
 # Every command the library sends (its Lua scripts' included), for an ACL user limited
 # to what it needs: ``ACL SETUSER app on >pw ~bull:* -@all +bzpopmin +del ...``.
 ACL_COMMANDS = (
-    "bzpopmin", "del", "evalsha", "exec", "exists", "get", "hdel", "hello", "hexists", "hget",
+    "bzpopmin", "client|list", "client|setname", "del", "evalsha", "exec", "exists", "get", "hdel", "hello", "hexists", "hget",
     "hgetall", "hincrby", "hlen", "hmget", "hscan", "hset", "incr", "llen", "lpos", "lpush",
     "lrange", "lrem", "ltrim", "multi", "pexpire", "ping", "pttl", "rename", "rpoplpush",
     "rpush", "sadd", "scan", "scard", "script|exists", "script|load", "select", "set",

@@ -57,6 +57,7 @@ def _core(connection: Any, name: str) -> None:
             except Exception as exc:  # noqa: BLE001 - JobFailed expected
                 assert "refused" in str(exc), exc
             assert seen.wait(TIMEOUT)
+            assert [w["name"] for w in queue.get_workers()] == [name]   # named and listed
         assert queue.get_job_counts()["completed"] >= 3
         assert queue.get_job("a").returnvalue["name"] == "a"
         assert queue.get_job_logs("a")
