@@ -29,13 +29,13 @@ _POOL_INTERNALS = frozenset({"himport_registry", "maint_notifications_pool_handl
 # Every command the library sends (its Lua scripts' included), for an ACL user limited
 # to what it needs: ``ACL SETUSER app on >pw ~bull:* -@all +bzpopmin +del ...``.
 ACL_COMMANDS = (
-    "bzpopmin", "client|list", "client|setname", "del", "evalsha", "exec", "exists", "get", "hdel", "hello", "hexists", "hget",
-    "hgetall", "hincrby", "hlen", "hmget", "hscan", "hset", "incr", "llen", "lpos", "lpush",
-    "lrange", "lrem", "ltrim", "multi", "pexpire", "ping", "pttl", "rename", "rpoplpush",
-    "rpush", "sadd", "scan", "scard", "script|exists", "script|load", "select", "set",
-    "sismember", "smembers", "srem", "sscan", "xadd", "xread", "xrevrange", "xtrim", "zadd",
-    "zcard", "zpopmin", "zrange", "zrangebyscore", "zrem", "zremrangebyrank", "zrevrange",
-    "zrevrangebyscore", "zscore")
+    "bzpopmin", "client|list", "client|setname", "del", "evalsha", "exec", "exists", "get",
+    "hdel", "hello", "hexists", "hget", "hgetall", "hincrby", "hlen", "hmget", "hscan",
+    "hset", "incr", "llen", "lpos", "lpush", "lrange", "lrem", "ltrim", "multi", "pexpire",
+    "ping", "pttl", "rename", "rpoplpush", "rpush", "sadd", "scan", "scard",
+    "script|exists", "script|load", "select", "set", "sismember", "smembers", "srem",
+    "sscan", "xadd", "xread", "xrevrange", "xtrim", "zadd", "zcard", "zpopmin", "zrange",
+    "zrangebyscore", "zrem", "zremrangebyrank", "zrevrange", "zrevrangebyscore", "zscore")
 _SSL_OPTIONS = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile", "ssl_cert_reqs", "ssl_ca_path",
                 "ssl_ca_data", "ssl_check_hostname", "ssl_password", "ssl_min_version",
                 "ssl_ciphers")
