@@ -160,8 +160,11 @@ class BullMQWorkflowProvider(ProviderBase):
         with self._lock:
             if self._state == "stopped":
                 return
-            self._state = "stopped"
             workers = list(self._workers.values())
+            for steps, flows in workers:      # no new job from here on, before anything
+                steps.pause(wait=False)       # is seen as stopped (a job finishing now
+                flows.pause(wait=False)       # takes no next one in the same call)
+            self._state = "stopped"
             self._workers.clear()
             events, self._events = self._events, None
         busy = _close_all([steps for steps, _ in workers], deadline)   # step workers first
