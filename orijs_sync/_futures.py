@@ -45,12 +45,20 @@ class CheckedFuture(Future):  # type: ignore[type-arg]
         return cast(Optional[BaseException], self._wait(super().exception, timeout))
 
     def _wait(self, wait: Callable[[Optional[float]], Any], timeout: Any) -> Any:
-        try:
-            return wait(wait_timeout(timeout))
-        except TimeoutError as exc:
-            if isinstance(exc, errors.OrijsError) or self.done():
-                raise
-            raise errors.TimeoutError(f"not finished within {timeout}s") from None
+        return _bounded_wait(wait, self.done, timeout,
+                             lambda: errors.TimeoutError(f"not finished within {timeout}s"))
+
+
+def _bounded_wait(wait: Callable[[Optional[float]], Any], done: Callable[[], bool],
+                  timeout: Any, on_timeout: Callable[[], errors.TimeoutError]) -> Any:
+    """``wait(timeout)`` with the timeout checked; a wait cut short by it (not the
+    future's own outcome) raises ``on_timeout()``."""
+    try:
+        return wait(wait_timeout(timeout))
+    except TimeoutError as exc:
+        if isinstance(exc, errors.OrijsError) or done():   # the future's own outcome
+            raise
+        raise on_timeout() from None
 
 
 def no_result(what: str, job_id: Optional[str], seconds: Optional[float]) -> errors.TimeoutError:
@@ -64,9 +72,5 @@ def result_or_named_timeout(fut: "Future[Any]", timeout: Optional[float], what: 
                             job_id: Optional[str]) -> Any:
     """``Future.result(timeout)``, but a wait cut short by ``timeout`` raises
     :func:`no_result` (an ``errors.TimeoutError``) instead of an empty ``TimeoutError``."""
-    try:
-        return Future.result(fut, wait_timeout(timeout))
-    except TimeoutError as exc:
-        if isinstance(exc, errors.OrijsError) or fut.done():   # the future's own outcome
-            raise
-        raise no_result(what, job_id, timeout) from None
+    return _bounded_wait(lambda seconds: Future.result(fut, seconds), fut.done, timeout,
+                         lambda: no_result(what, job_id, timeout))
