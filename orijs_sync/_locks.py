@@ -19,7 +19,6 @@ import time
 from typing import TYPE_CHECKING, List, Optional, Set, Tuple
 
 from . import errors
-from ._roles import Role
 from ._util import dumps
 from .job import Job
 
@@ -37,33 +36,31 @@ def lock_retry_interval(lock_seconds: float) -> float:
     return min(max(lock_seconds / 50.0, 0.05), 0.5)
 
 
-class LockRenewer(Role):
-    """Keeps the locks of one worker's active jobs; see the module docstring."""
-
-    name = "lock-renewer"
+class LockRenewer:
+    """Keeps the locks of one worker's active jobs; see the module docstring. Not a
+    thread: the engine's renewer role calls ``tick()`` when it is due."""
 
     def __init__(self, worker: "Worker") -> None:
-        super().__init__(worker._stop)
         self.w = worker
         self.lock_seconds = worker.lock_duration_ms / 1000.0
         self.interval = self.lock_seconds / RENEWALS_PER_LOCK
         self._failing_since: Optional[float] = None
         self._reported: Set[Tuple[str, Optional[str]]] = set()   # (job id, token) told lost
 
-    def loop(self) -> None:
+    def tick(self) -> float:
+        """Renew once; returns the seconds until the next renewal is due."""
         started = time.monotonic()
         try:
             self.renew()
         except Exception as exc:  # noqa: BLE001 - retried soon, well before the locks lapse
             self._failed(exc)
             self._report(self._expired())
-            self.stop_event.wait(self.w.lock_retry_interval)
-            return
+            return self.w.lock_retry_interval
         if self._failing_since is not None:
             log.info("worker %s: locks renewed again after %.1fs of failures", self.w.name,
                      time.monotonic() - self._failing_since)
             self._failing_since = None
-        self.stop_event.wait(max(self.interval - (time.monotonic() - started), 0.0))
+        return max(self.interval - (time.monotonic() - started), 0.0)
 
     def renew(self) -> None:
         w = self.w
