@@ -23,6 +23,29 @@ def test_one_thread_watches_many_queues(redis_url, namespace):
     assert orijs_threads() == []
 
 
+def test_many_streams_are_shared_out_over_a_few_threads(redis_url, namespace, r):
+    from orijs_sync.queue_events import SHARD_SIZE
+    names = [f"sh{i}-{namespace}" for i in range(SHARD_SIZE * 3 + 5)]
+    seen = []
+    with QueueEvents(names[:-1], connection=redis_url) as ev:
+        ev.on("completed", lambda job_id, value: seen.append(job_id))
+        ev.add_queue(names[-1])                    # after start: read at once
+        assert len(orijs_threads()) == 4           # one per SHARD_SIZE streams
+        picked = names[::SHARD_SIZE // 2] + [names[-1]]
+        for name in picked:                        # a stream of every shard
+            r.xadd(f"bull:{name}:events", {"event": "completed", "jobId": name,
+                                           "returnvalue": "1"})
+        wait_until(lambda: sorted(seen) == sorted(picked), 20)
+        ev.remove_queue(names[0])
+        r.xadd(f"bull:{names[0]}:events", {"event": "completed", "jobId": "gone",
+                                           "returnvalue": "1"})
+        r.xadd(f"bull:{names[1]}:events", {"event": "completed", "jobId": "kept",
+                                           "returnvalue": "1"})
+        wait_until(lambda: "kept" in seen, 20)
+        assert "gone" not in seen
+    assert orijs_threads() == []
+
+
 def test_listeners_get_job_id_and_value(queue, events, redis_url, qname):
     got = {}
     events.on("completed", lambda job_id, value: got.setdefault("completed", (job_id, value)))
