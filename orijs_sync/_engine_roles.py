@@ -9,9 +9,12 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
+from redis.exceptions import RedisError
+
 from . import errors
 from ._processing import Outcome
 from ._roles import Role
+from .connection import translate
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._engine import Engine
@@ -21,6 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 IDLE_WAIT = 1.0                 # longest sleep of a periodic role with nothing due
+Call = Tuple[str, List[str], List[Any]]     # a script's name, keys and arguments
 
 
 class Fetcher(Role):
@@ -208,8 +212,9 @@ class Finisher(Role):
 
 
 class PerQueue(Role):
-    """Runs a periodic action for each worker of the engine when it is due (lock
-    renewal, stalled checks): each queue keeps its own pacing."""
+    """Runs a periodic script for each worker of the engine when it is due (lock
+    renewal, stalled checks), those due together in one pipelined round trip: each
+    queue keeps its own pacing."""
 
     def __init__(self, engine: "Engine", name: str, stalled: bool) -> None:
         super().__init__(engine._stop)
@@ -223,22 +228,61 @@ class PerQueue(Role):
         workers = self.e.workers()
         live = {id(w) for w in workers}
         self._due = {k: v for k, v in self._due.items() if k in live}
-        for w in workers:
-            if self._due.get(id(w), 0.0) <= now:
-                self._due[id(w)] = time.monotonic() + self._step(w)
+        due = [w for w in workers if self._due.get(id(w), 0.0) <= now]
+        for w, delay in self._batch(due):
+            self._due[id(w)] = time.monotonic() + delay
         nxt = min(self._due.values(), default=now + IDLE_WAIT)
         self.e.wait_membership_change(min(max(nxt - time.monotonic(), 0.0), IDLE_WAIT))
 
-    def _step(self, w: "Worker") -> float:
-        """Run the action for ``w``; the seconds until it is due again."""
+    def _batch(self, due: List["Worker"]) -> List[Tuple["Worker", float]]:
+        """Send the calls of the due workers; each one's delay until it is due again."""
+        delays: List[Tuple["Worker", float]] = []
+        calls: List[Tuple["Worker", Call]] = []
+        for w in due:
+            call = self._call(w)
+            if call is None:
+                delays.append((w, self._done(w, [])))
+            else:
+                calls.append((w, call))
+        for (w, _), reply in zip(calls, self._send(calls)):
+            delays.append((w, self._done(w, reply)))
+        return delays
+
+    def _send(self, calls: List[Tuple["Worker", Call]]) -> List[Any]:
+        """The replies (or errors) of the calls: one pipelined round trip for many."""
+        if len(calls) == 1:
+            w, call = calls[0]
+            try:
+                return [w.scripts.run(*call)]
+            except Exception as exc:  # noqa: BLE001 - that queue's error, handled per queue
+                return [exc]
+        if not calls:
+            return []
+        connection = self.e.connection
+        pipe = connection.client.pipeline(transaction=False)
+        for w, (name, keys, args) in calls:
+            w.scripts.run(name, keys, args, client=pipe)
+        try:
+            replies = pipe.execute(raise_on_error=False)
+        except Exception as exc:  # noqa: BLE001 - Redis unreachable: every call failed
+            return [exc] * len(calls)
+        return [translate(r, connection.address) if isinstance(r, RedisError) else r
+                for r in replies]
+
+    def _call(self, w: "Worker") -> Optional[Call]:
         if not self.stalled:
-            return w._renewer.tick()
+            return w._renewer.call()
+        return None if w.skip_stalled_check else w._stalled_call()
+
+    def _done(self, w: "Worker", reply: Any) -> float:
+        """Handle one worker's reply; the seconds until it is due again."""
+        if not self.stalled:
+            return w._renewer.done(reply)
         if w.skip_stalled_check:
             return 3600.0
-        try:
-            w._check_stalled()
-        except Exception as exc:  # noqa: BLE001 - this queue's error; the others go on
-            log.warning("worker %s: stalled check failed: %s", w.name, exc)
-            w._emit("error", exc)
+        if isinstance(reply, BaseException):
+            log.warning("worker %s: stalled check failed: %s", w.name, reply)
+            w._emit("error", reply)
             return min(w.stalled_interval, w.max_reconnect_delay)
+        w._stalled_done(reply)
         return w.stalled_interval

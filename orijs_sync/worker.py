@@ -48,7 +48,8 @@ class Worker:
     raises (the job's ``failedReason``); a mapping ``{job_name: function}`` routes each
     job by its name (an unknown name fails the job). Durations are seconds.
     ``metrics={"max_data_points": n}`` records BullMQ's per-minute completed/failed
-    counts (``Queue.get_metrics``).
+    counts (``Queue.get_metrics``). ``group``: run in a :class:`WorkerGroup`'s shared
+    threads (with the group's connection) rather than threads of its own.
     """
 
     def __init__(self, name: str, processor: ProcessorLike, connection: ConnectionLike = None, *,
@@ -485,14 +486,19 @@ class Worker:
     def _fetch_next_allowed(self) -> bool:
         return self._state == "running" and not self._paused and not self._fetch_stop.is_set()
 
-    # -- stalled checks (lock renewal: _locks.LockRenewer) ------------------
+    # -- stalled checks (lock renewal: _locks.LockRenewer; both run by the engine)
     def _check_stalled(self) -> None:
+        self._stalled_done(self.scripts.run(*self._stalled_call()))
+
+    def _stalled_call(self) -> "tuple[str, List[str], List[Any]]":
+        """The stalled check to send (the engine's checker sends many in one pipeline)."""
         k = self.keys
-        moved = self.scripts.run(
-            "moveStalledJobsToWait",
-            [k.stalled, k.wait, k.active, k.stalled_check, k.meta, k.paused, k.marker, k.events,
-             k.repeat],
-            [self.max_stalled_count, k.base, now_ms(), int(self.stalled_interval * 1000)])
+        return ("moveStalledJobsToWait",
+                [k.stalled, k.wait, k.active, k.stalled_check, k.meta, k.paused, k.marker,
+                 k.events, k.repeat],
+                [self.max_stalled_count, k.base, now_ms(), int(self.stalled_interval * 1000)])
+
+    def _stalled_done(self, moved: List[str]) -> None:
         for job_id in moved:
             log.info("worker %s: job %s stalled and went back to wait", self.name, job_id)
             self._emit("stalled", job_id)

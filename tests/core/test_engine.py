@@ -323,3 +323,41 @@ def test_a_worker_alone_keeps_its_own_named_threads(conn, namespace):
         assert roles == [f"orijs-{r}-{name}" for r in
                          ("fetcher", "finisher", "lock-renewer", "stalled-checker")]
     assert not [t for t in engine_threads() if t not in before]
+
+
+def test_each_queue_keeps_its_own_lock_renewed_in_one_engine(conn, group, namespace, r):
+    """Jobs outliving their locks on two queues with different lock durations: both
+    locks are renewed (in the one renewer's pipelined calls), each with its own duration,
+    and a lock lost on one queue is reported by that queue's worker only."""
+    locks = {f"lock-{namespace}-a": 1.0, f"lock-{namespace}-b": 2.0,
+             f"lock-{namespace}-c": 1.0}
+    release = threading.Event()
+    errors_of: Dict[str, List[BaseException]] = {n: [] for n in locks}
+    workers = {}
+    for n, lock in locks.items():
+        w = Worker(n, lambda job: release.wait(30) and "done", group=group, lock_duration=lock,
+                   skip_stalled_check=True)
+        w.on("error", errors_of[n].append)
+        workers[n] = w.start()
+    jobs = {n: Queue(n, connection=conn).add("x", {}) for n in locks}
+    try:
+        for n in locks:
+            wait_until(lambda n=n: Queue(n, connection=conn).get_job_counts(
+                "active")["active"] == 1, 20)
+        lost = f"lock-{namespace}-c"
+        r.set(f"bull:{lost}:{jobs[lost].id}:lock", "another-worker", px=60_000)
+        time.sleep(2.5)                          # past every lock several times over
+        for n, lock in locks.items():
+            if n != lost:
+                ttl = r.pttl(f"bull:{n}:{jobs[n].id}:lock")
+                assert 0 < ttl <= lock * 1000
+        release.set()
+        for n in locks:
+            if n != lost:
+                wait_until(lambda n=n: Queue(n, connection=conn).get_job_counts(
+                    "completed")["completed"] == 1, 20)
+        wait_until(lambda: len(errors_of[lost]) >= 1, 20)
+        assert all(isinstance(e, errors.LockLost) for e in errors_of[lost])
+        assert errors_of[f"lock-{namespace}-a"] == errors_of[f"lock-{namespace}-b"] == []
+    finally:
+        release.set()
