@@ -5,7 +5,11 @@ duration, stalled pacing, listeners); its engine owns the threads that work for
 every queue it serves (``_engine_roles``):
 
 - one fetcher: moves jobs to active for the queues that may have some, else blocks
-  in one ``BZPOPMIN`` over the markers of all the others and the engine's wake key;
+  in one ``BZPOPMIN`` over the markers of the others and the engine's wake key. The
+  markers are dealt out ``SHARD_SIZE`` per blocking connection: the fetcher waits on
+  the first shard's, a marker watcher thread on each further shard's (a ``BZPOPMIN``
+  costs, in Redis and in redis-py, in proportion to the keys it names, and is sent
+  again after every wake);
 - one finisher: writes outcomes many per script call, per queue;
 - one lock renewer and one stalled checker, each paced per queue;
 - one handler pool of at most ``max_threads`` threads (made as jobs run at once):
@@ -16,9 +20,10 @@ A Worker started alone has an engine of its own (its threads, named after it). A
 hash slot on a cluster, whose multi-key ``BZPOPMIN`` stays within one slot).
 
 Wakes: every change that may let the fetcher take jobs (a queue joins or resumes, a
-slot or thread is freed) notifies the engine. A fetcher blocked in Redis is woken by
-a push to its wake key, never by cutting its socket: a push that lands before the
-``BZPOPMIN`` does makes it return at once, so no wake is lost in between.
+slot or thread is freed, a watcher's marker fired) or changes the markers a blocker
+waits on notifies the engine. A blocker (fetcher or watcher) blocked in Redis is
+woken by a push to its wake key, never by cutting its socket: a push that lands
+before the ``BZPOPMIN`` does makes it return at once, so no wake is lost in between.
 """
 from __future__ import annotations
 
@@ -28,12 +33,13 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 from . import _fork
-from ._engine_roles import IDLE_WAIT, Fetcher, Finisher, PerQueue
+from ._engine_roles import IDLE_WAIT, Fetcher, Finisher, MarkerWatcher, PerQueue
 from ._pools import join_threads
 from ._roles import Role
+from ._shards import deal
 from ._util import now_ms
 from .connection import RedisConnection
 
@@ -43,6 +49,8 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 WAKE_TTL_MS = 60_000     # a wake nobody popped (its process died) expires
+SHARD_SIZE = 128         # markers per blocking connection (the fetcher's, then watchers')
+MAX_SHARDS = 8           # past SHARD_SIZE * MAX_SHARDS queues, dealt round-robin
 
 
 class Engine:
@@ -65,10 +73,13 @@ class Engine:
         self._ready: Dict[int, float] = {}    # worker id -> monotonic time to try fetching
         self._drain: Dict[int, float] = {}    # worker id -> time its block times out
         self._next_drain = float("inf")       # earliest of _drain (or sooner)
-        self._waiting: Dict[int, str] = {}    # worker id -> marker key
+        # shard -> {worker id: marker key}: the markers its blocker waits on
+        self._waiting: Dict[int, Dict[int, str]] = {0: {}}
         self._owners: Dict[str, List["Worker"]] = {}   # marker key -> its workers
-        self._blocking = False                # the fetcher blocks in Redis now
-        self._stale = False                   # _waiting changed since that block began
+        self._shard_of: Dict[str, int] = {}   # marker key -> its shard (0: the fetcher's)
+        self._blocked: Set[int] = set()       # shards whose blocker is in Redis now
+        self._stale: Set[int] = set()         # shards whose markers changed since
+        self._watchers: Dict[int, MarkerWatcher] = {}
         self._starved = False                 # a queue could fetch but for the thread cap
         self._changed = 0                     # bumped on every change (wakes waiters)
         self._members = 0                     # bumped when a worker comes or goes
@@ -113,14 +124,35 @@ class Engine:
             if self._state != "running":
                 return False
             self._workers[id(worker)] = worker
-            self._owners.setdefault(worker.keys.marker, []).append(worker)
+            marker = worker.keys.marker
+            self._owners.setdefault(marker, []).append(worker)
+            if marker not in self._shard_of:
+                self._shard_of[marker] = deal(len(self._shard_of), SHARD_SIZE, MAX_SHARDS)
+            watcher = self._watcher_for(self._shard_of[marker])
             self._set_ready(worker, 0.0)
             for role in self._roles:
                 role.max_delay = min(w.max_reconnect_delay for w in self._workers.values())
             self._members += 1
             self._touch()
+        if watcher is not None:
+            watcher.start(f"orijs-{watcher.name}-{self.label}")
         self._wake(worker)
         return True
+
+    def _watcher_for(self, shard: int) -> Optional[MarkerWatcher]:
+        """Under ``_cv``: a new watcher (to start) for a shard past the fetcher's."""
+        self._waiting.setdefault(shard, {})
+        if shard == 0 or shard in self._watchers:
+            return None
+        watcher = self._watchers[shard] = MarkerWatcher(self, shard)
+        watcher.on_error = self._role_error  # type: ignore[method-assign]
+        watcher.probe = self.connection.ping
+        watcher.max_delay = self._fetcher.max_delay
+        self._roles.append(watcher)
+        return watcher
+
+    def wake_key_of(self, shard: int) -> str:
+        return self.wake_key if shard == 0 else f"{self.wake_key}:{shard}"
 
     def remove(self, worker: "Worker", drained: bool, deadline: Optional[float]) -> bool:
         """Stop serving ``worker`` (its outcomes not written yet are dropped unless
@@ -161,7 +193,10 @@ class Engine:
         self.executor.shutdown(wait=False)
         if drained and me not in threads:
             join_threads(threads, deadline)
-        self._fetcher.blocking.close()
+        for role in self._roles:
+            blocking = getattr(role, "blocking", None)
+            if blocking is not None:
+                blocking.close()
 
     # -- handler threads (the engine's slots) --------------------------------
     def take_threads(self, wanted: int) -> int:
@@ -186,8 +221,7 @@ class Engine:
         """Under ``_cv``."""
         key = id(w)
         self._drain.pop(key, None)
-        if self._waiting.pop(key, None) is not None:
-            self._stale = True
+        self._unlisten(w)
         self._ready[key] = at
 
     def _set_waiting(self, w: "Worker", until: float) -> None:
@@ -200,24 +234,29 @@ class Engine:
 
     def _listen(self, w: "Worker") -> None:
         """Under ``_cv``, for a waiting worker: its marker is waited on while it listens."""
-        key = id(w)
-        if w._listening():
-            if key not in self._waiting:
-                self._waiting[key] = w.keys.marker
-                self._stale = True
-        elif self._waiting.pop(key, None) is not None:
-            self._stale = True
+        shard = self._shard_of[w.keys.marker]
+        if not w._listening():
+            self._unlisten(w)
+        elif id(w) not in self._waiting[shard]:
+            self._waiting[shard][id(w)] = w.keys.marker
+            self._stale.add(shard)
+
+    def _unlisten(self, w: "Worker") -> None:
+        """Under ``_cv``: ``w``'s marker is no longer waited on."""
+        shard = self._shard_of.get(w.keys.marker, 0)
+        if self._waiting[shard].pop(id(w), None) is not None:
+            self._stale.add(shard)
 
     def _forget_worker(self, w: "Worker") -> None:
         """Under ``_cv``."""
-        for table in (self._ready, self._drain, self._waiting):
-            table.pop(id(w), None)
+        self._ready.pop(id(w), None)
+        self._drain.pop(id(w), None)
+        self._unlisten(w)
         owners = self._owners.get(w.keys.marker, [])
         if w in owners:
             owners.remove(w)
         if not owners:
             self._owners.pop(w.keys.marker, None)
-        self._stale = True
 
     def _fetchable(self, w: "Worker") -> bool:
         return w._can_fetch() and self._threads_free > 0
@@ -261,7 +300,8 @@ class Engine:
             self._set_waiting(w, until)
 
     def start_block(self) -> Tuple[List[str], float]:
-        """The fetcher, about to block: the markers to wait on and for how long."""
+        """The fetcher, about to block: the first shard's markers to wait on and for how
+        long (until the next queue is due or a drain delay ends)."""
         now = time.monotonic()
         with self._cv:
             times = [at for k, at in self._ready.items() if self._fetchable(self._workers[k])]
@@ -269,14 +309,29 @@ class Engine:
             timeout = min(min(times) - now, self.longest_block)
             if self._changed != self._seen:   # changed since take_due: look again first
                 timeout = 0.0
-            markers = list(dict.fromkeys(self._waiting.values()))
-            self._blocking = bool(markers) and timeout > 0.001
-            self._stale = False
-            return markers, max(timeout, 0.0)
+            return self._begin_block(0, timeout), max(timeout, 0.0)
 
-    def end_block(self) -> None:
+    def start_watch(self, shard: int) -> List[str]:
+        """A marker watcher, about to block (up to ``longest_block``): its markers."""
         with self._cv:
-            self._blocking = False
+            return self._begin_block(shard, self.longest_block)
+
+    def _begin_block(self, shard: int, timeout: float) -> List[str]:
+        """Under ``_cv``: the shard's markers, the shard marked as blocked in Redis."""
+        markers = list(dict.fromkeys(self._waiting[shard].values()))
+        if markers and timeout > 0.001:
+            self._blocked.add(shard)
+        self._stale.discard(shard)
+        return markers
+
+    def end_block(self, shard: int) -> None:
+        with self._cv:
+            self._blocked.discard(shard)
+
+    def idle_watch(self, shard: int) -> None:
+        """A watcher with no marker to wait on: until its shard's markers change."""
+        with self._cv:
+            self._cv.wait_for(lambda: shard in self._stale or self._stop.is_set(), IDLE_WAIT)
 
     def idle_wait(self, timeout: float) -> None:
         """The fetcher, with no marker to wait on: until a change since ``take_due``."""
@@ -291,9 +346,14 @@ class Engine:
             self._cv.wait_for(lambda: self._members != seen or self._stop.is_set(), timeout)
 
     def marker_fired(self, marker: str) -> None:
+        """A blocker popped ``marker``: its queues are looked at now (a watcher's pop
+        wakes the fetcher, which may be blocked on its own shard)."""
         with self._cv:
             for w in self._owners.get(marker, []):
                 self._set_ready(w, 0.0)
+            self._touch()
+            wakes = self._wakes_due(None)
+        self._send_wakes(wakes)
 
     def _touch(self) -> None:
         """Under ``_cv``: something changed."""
@@ -310,27 +370,41 @@ class Engine:
         self._wake(worker)
 
     def _wake(self, worker: "Worker") -> None:
-        """Wake the fetcher blocked in Redis when ``worker`` (or a queue starved of
-        threads) should now be fetched for, or the markers it waits on changed."""
+        """Wake the blockers in Redis that must look again: the fetcher when ``worker``
+        (or a queue starved of threads) should now be fetched for, and any blocker
+        whose markers changed."""
         with self._cv:
-            if not self._blocking:
-                return                     # not in Redis: _touch's notify reached it
-            at = self._ready.get(id(worker))
-            due = at is not None and at <= time.monotonic() and self._fetchable(worker)
-            freed = self._starved and self._threads_free > 0
-            if not (due or freed or self._stale):
-                return
-            self._blocking = False         # one wake per block
-        self._send_wake()
+            wakes = self._wakes_due(worker)
+        self._send_wakes(wakes)
 
-    def _send_wake(self) -> None:
+    def _wakes_due(self, worker: "Optional[Worker]") -> List[int]:
+        """Under ``_cv``: the shards whose blockers to wake (each once per block)."""
+        wakes = [shard for shard in self._blocked if shard in self._stale]
+        if 0 in self._blocked and 0 not in wakes:
+            now = time.monotonic()
+            candidates = [worker] if worker is not None else [
+                self._workers[k] for k in self._ready]
+            due = any(self._ready.get(id(w), now + 1) <= now and self._fetchable(w)
+                      for w in candidates)
+            if due or (self._starved and self._threads_free > 0):
+                wakes.append(0)
+        self._blocked.difference_update(wakes)
+        return wakes
+
+    def _send_wakes(self, shards: List[int]) -> None:
+        if not shards:
+            return
         try:
             pipe = self.connection.client.pipeline(transaction=False)
-            pipe.zadd(self.wake_key, {"wake": 0})
-            pipe.pexpire(self.wake_key, WAKE_TTL_MS)
+            for shard in shards:
+                key = self.wake_key_of(shard)
+                pipe.zadd(key, {"wake": 0})
+                pipe.pexpire(key, WAKE_TTL_MS)
             pipe.execute()
-        except Exception:  # noqa: BLE001 - Redis unreachable: cut the block instead
+        except Exception:  # noqa: BLE001 - Redis unreachable: cut the blocks instead
             log.debug("engine %s: wake by Redis failed; interrupting", self.label,
                       exc_info=True)
-            self._fetcher.interrupt()
-
+            for shard in shards:
+                blocker = self._fetcher if shard == 0 else self._watchers.get(shard)
+                if blocker is not None:
+                    blocker.interrupt()

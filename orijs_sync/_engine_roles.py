@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from redis.exceptions import RedisError
 
@@ -108,23 +108,63 @@ class Fetcher(Role):
 
     def _block(self) -> None:
         markers, timeout = self.e.start_block()
-        try:
-            if not markers:
-                self.e.idle_wait(timeout)
-                return
-            if timeout <= 0.001:
-                return
-            try:
-                popped = self.blocking.client.bzpopmin(markers + [self.e.wake_key],
-                                                       timeout=max(timeout, 0.01))
-            except Exception:
-                if self.blocking.take_interrupt():
-                    return              # interrupted (stopping): the loop looks again
-                raise
-            if popped and str(popped[0]) != self.e.wake_key:
-                self.e.marker_fired(str(popped[0]))
-        finally:
-            self.e.end_block()
+        if not markers:
+            self.e.end_block(0)
+            self.e.idle_wait(timeout)
+            return
+        if timeout <= 0.001:
+            self.e.end_block(0)
+            return
+        popped = pop_marker(self.blocking, markers, self.e.wake_key_of(0), timeout,
+                            lambda: self.e.end_block(0))
+        if popped is not None:
+            self.e.marker_fired(popped)
+
+    def interrupt(self) -> None:
+        self.blocking.interrupt()
+
+
+def pop_marker(blocking: Any, markers: List[str], wake_key: str, timeout: float,
+               unblocked: Callable[[], None]) -> Optional[str]:
+    """One ``BZPOPMIN`` over the markers and the wake key: the marker popped (None for
+    the wake key, a timeout or an interrupt). ``unblocked()`` runs once it returns."""
+    try:
+        popped = blocking.client.bzpopmin(markers + [wake_key], timeout=max(timeout, 0.01))
+    except Exception:
+        if blocking.take_interrupt():
+            return None             # interrupted (stopping): the loop looks again
+        raise
+    finally:
+        unblocked()
+    if popped and str(popped[0]) != wake_key:
+        return str(popped[0])
+    return None
+
+
+class MarkerWatcher(Role):
+    """Blocks on the markers of one shard past the fetcher's; a marker popped makes
+    its queues due and wakes the fetcher."""
+
+    name = "marker-watcher"
+
+    def __init__(self, engine: "Engine", shard: int) -> None:
+        super().__init__(engine._stop)
+        self.e = engine
+        self.shard = shard
+        self.name = f"marker-watcher-{shard}"
+        self.blocking = engine.connection.blocking_client(engine.longest_block,
+                                                          engine.client_name)
+
+    def loop(self) -> None:
+        markers = self.e.start_watch(self.shard)
+        if not markers:
+            self.e.end_block(self.shard)
+            self.e.idle_watch(self.shard)
+            return
+        popped = pop_marker(self.blocking, markers, self.e.wake_key_of(self.shard),
+                            self.e.longest_block, lambda: self.e.end_block(self.shard))
+        if popped is not None:
+            self.e.marker_fired(popped)
 
     def interrupt(self) -> None:
         self.blocking.interrupt()

@@ -21,6 +21,7 @@ from . import _validate as check
 from ._cluster import check_queue
 from ._futures import result_or_named_timeout, settle, wait_timeout
 from ._roles import Role
+from ._shards import deal
 from ._util import loads
 from .connection import ConnectionLike, as_connection
 from .keys import QueueKeys
@@ -201,9 +202,7 @@ class QueueEvents:
     def _next_shard(self) -> int:
         """Under ``_lock``: the shard of the next stream added."""
         count, self._added = self._added, self._added + 1
-        if count < SHARD_SIZE * MAX_SHARDS:
-            return count // SHARD_SIZE
-        return count % MAX_SHARDS
+        return deal(count, SHARD_SIZE, MAX_SHARDS)
 
     def _wake_tailer(self, tailer: _Tailer, generation: int) -> None:
         """Interrupt ``tailer`` until it has read the streams of ``generation``: its XREAD

@@ -17,6 +17,7 @@ from .. import _fork, errors
 from .. import _validate as check
 from .. import options as job_options
 from .._pools import deadline_of, remaining
+from ..connection import as_connection
 from ..job import Job
 from ..queue import Queue
 from ..worker import Worker
@@ -114,8 +115,10 @@ class QueueManager:
         self.default_job_options = check_default_job_options(self.default_retry,
                                                              default_job_options)
         self.default_worker_options = check_worker_options(default_worker_options)
-        self.connection = connection
-        self._group = SharedGroup(worker_group, connection, "events")
+        # one RedisConnection (one pool) for every queue and worker, however many types
+        self.connection = as_connection(connection)
+        self._owns_connection = self.connection is not connection
+        self._group = SharedGroup(worker_group, self.connection, "events")
         self.metrics = metrics
         self._queue_class = queue_class
         self._worker_class = worker_class
@@ -248,6 +251,8 @@ class QueueManager:
         with self._lock:
             self._started_at.clear()
         self._group.close(timeout=remaining(deadline))
+        if self._owns_connection:
+            self.connection.close()
 
     def sizes(self) -> Dict[str, int]:
         with self._lock:

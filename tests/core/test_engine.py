@@ -361,3 +361,33 @@ def test_each_queue_keeps_its_own_lock_renewed_in_one_engine(conn, group, namesp
         assert errors_of[f"lock-{namespace}-a"] == errors_of[f"lock-{namespace}-b"] == []
     finally:
         release.set()
+
+
+def test_markers_past_the_first_shard_are_watched_by_watcher_threads(
+        conn, namespace, monkeypatch):
+    """Queues past the fetcher's shard of markers are waited on by marker watchers (one
+    per shard); a marker they pop wakes the fetcher, which may block on its own shard."""
+    from orijs_sync import _engine
+    monkeypatch.setattr(_engine, "SHARD_SIZE", 3)
+    before = set(engine_threads())
+    names = [f"shard-{namespace}-{i}" for i in range(8)]     # shards 0, 1, 2
+    with WorkerGroup(conn, name="sharded") as g:
+        workers = {n: Worker(n, lambda job: job.data["i"], group=g, drain_delay=600).start()
+                   for n in names}
+        started = sorted(t for t in engine_threads() if t not in before)
+        assert [t for t in started if "watcher" in t] == [
+            "orijs-marker-watcher-1-sharded", "orijs-marker-watcher-2-sharded"]
+        time.sleep(0.3)                       # every queue found empty: all block now
+        for rounds in range(3):               # each shard's blocker pops, many times
+            for i, n in enumerate(reversed(names)):
+                Queue(n, connection=conn).add("x", {"i": i})
+            for n in names:
+                wait_until(lambda n=n: Queue(n, connection=conn).get_job_counts(
+                    "completed")["completed"] == rounds + 1, 20)
+        workers[names[7]].close()             # a watcher's queue leaves, another joins
+        late = f"shard-{namespace}-late"
+        Worker(late, lambda job: "late", group=g, drain_delay=600).start()
+        Queue(late, connection=conn).add("x", {})
+        wait_until(lambda: Queue(late, connection=conn).get_job_counts(
+            "completed")["completed"] == 1, 20)
+    assert not [t for t in engine_threads() if t not in before]
