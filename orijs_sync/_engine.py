@@ -6,10 +6,11 @@ every queue it serves (``_engine_roles``):
 
 - one fetcher: moves jobs to active for the queues that may have some, else blocks
   in one ``BZPOPMIN`` over the markers of the others and the engine's wake key. The
-  markers are dealt out ``SHARD_SIZE`` per blocking connection: the fetcher waits on
-  the first shard's, a marker watcher thread on each further shard's (a ``BZPOPMIN``
-  costs, in Redis and in redis-py, in proportion to the keys it names, and is sent
-  again after every wake);
+  markers are dealt out ``SHARD_SIZE`` per blocking connection: while they fit in
+  one shard the fetcher waits on them itself; past that a marker watcher thread
+  waits on each shard's, and the fetcher waits in the process for what they pop (a
+  ``BZPOPMIN`` costs, in Redis and in redis-py, in proportion to the keys it names,
+  and is sent again after every wake);
 - one finisher: writes outcomes many per script call, per queue;
 - one lock renewer and one stalled checker, each paced per queue;
 - one handler pool of at most ``max_threads`` threads (made as jobs run at once):
@@ -77,7 +78,8 @@ class Engine:
         self._waiting: Dict[int, Dict[int, str]] = {0: {}}
         self._owners: Dict[str, List["Worker"]] = {}   # marker key -> its workers
         self._shard_of: Dict[str, int] = {}   # marker key -> its shard (0: the fetcher's)
-        self._blocked: Set[int] = set()       # shards whose blocker is in Redis now
+        self._fetch_blocked = False           # the fetcher is in its BZPOPMIN now
+        self._blocked: Set[int] = set()       # shards whose watcher is in Redis now
         self._stale: Set[int] = set()         # shards whose markers changed since
         self._watchers: Dict[int, MarkerWatcher] = {}
         self._starved = False                 # a queue could fetch but for the thread cap
@@ -128,31 +130,38 @@ class Engine:
             self._owners.setdefault(marker, []).append(worker)
             if marker not in self._shard_of:
                 self._shard_of[marker] = deal(len(self._shard_of), SHARD_SIZE, MAX_SHARDS)
-            watcher = self._watcher_for(self._shard_of[marker])
+            watchers = self._watchers_for(self._shard_of[marker])
             self._set_ready(worker, 0.0)
+            self._listen(worker)
             for role in self._roles:
                 role.max_delay = min(w.max_reconnect_delay for w in self._workers.values())
             self._members += 1
             self._touch()
-        if watcher is not None:
+        for watcher in watchers:
             watcher.start(f"orijs-{watcher.name}-{self.label}")
         self._wake(worker)
         return True
 
-    def _watcher_for(self, shard: int) -> Optional[MarkerWatcher]:
-        """Under ``_cv``: a new watcher (to start) for a shard past the fetcher's."""
+    def _watchers_for(self, shard: int) -> List[MarkerWatcher]:
+        """Under ``_cv``: the new watchers (to start) once markers fill more than one
+        shard: one per shard, the first shard's included (the fetcher then leaves
+        its block on them, woken by ``_wakes_due``)."""
         self._waiting.setdefault(shard, {})
         if shard == 0 or shard in self._watchers:
-            return None
-        watcher = self._watchers[shard] = MarkerWatcher(self, shard)
-        watcher.on_error = self._role_error  # type: ignore[method-assign]
-        watcher.probe = self.connection.ping
-        watcher.max_delay = self._fetcher.max_delay
-        self._roles.append(watcher)
-        return watcher
+            return []
+        fresh = []
+        for each in ([0, shard] if not self._watchers else [shard]):
+            watcher = self._watchers[each] = MarkerWatcher(self, each)
+            watcher.on_error = self._role_error  # type: ignore[method-assign]
+            watcher.probe = self.connection.ping
+            watcher.max_delay = self._fetcher.max_delay
+            self._roles.append(watcher)
+            fresh.append(watcher)
+        return fresh
 
-    def wake_key_of(self, shard: int) -> str:
-        return self.wake_key if shard == 0 else f"{self.wake_key}:{shard}"
+    def wake_key_of(self, shard: Optional[int]) -> str:
+        """The wake key of shard's watcher (None: the fetcher's)."""
+        return self.wake_key if shard is None else f"{self.wake_key}:{shard}"
 
     def remove(self, worker: "Worker", drained: bool, deadline: Optional[float]) -> bool:
         """Stop serving ``worker`` (its outcomes not written yet are dropped unless
@@ -215,13 +224,14 @@ class Engine:
 
     # -- fetch scheduling ----------------------------------------------------
     # Every worker is either ready (``_ready``: fetch at that time, when it may) or
-    # waiting on its marker (``_drain``: until its block times out). ``_waiting`` holds
-    # the markers the fetcher blocks on: those of waiting workers that listen.
+    # waiting for its marker (``_drain``: until its drain delay ends). ``_waiting`` holds
+    # the markers the blockers wait on: those of every worker that listens (not paused,
+    # not closing), ready or not (a marker popped for a ready worker changes nothing),
+    # so the markers waited on change only when a worker joins, leaves, pauses or resumes.
     def _set_ready(self, w: "Worker", at: float) -> None:
         """Under ``_cv``."""
         key = id(w)
         self._drain.pop(key, None)
-        self._unlisten(w)
         self._ready[key] = at
 
     def _set_waiting(self, w: "Worker", until: float) -> None:
@@ -230,10 +240,9 @@ class Engine:
         self._ready.pop(key, None)
         self._drain[key] = until
         self._next_drain = min(self._next_drain, until)
-        self._listen(w)
 
     def _listen(self, w: "Worker") -> None:
-        """Under ``_cv``, for a waiting worker: its marker is waited on while it listens."""
+        """Under ``_cv``: ``w``'s marker is waited on while it listens."""
         shard = self._shard_of[w.keys.marker]
         if not w._listening():
             self._unlisten(w)
@@ -309,24 +318,29 @@ class Engine:
             timeout = min(min(times) - now, self.longest_block)
             if self._changed != self._seen:   # changed since take_due: look again first
                 timeout = 0.0
-            return self._begin_block(0, timeout), max(timeout, 0.0)
+            if self._watchers:                # the watchers wait on every marker
+                return [], max(timeout, 0.0)
+            markers = list(dict.fromkeys(self._waiting[0].values()))
+            self._fetch_blocked = bool(markers) and timeout > 0.001
+            self._stale.discard(0)
+            return markers, max(timeout, 0.0)
 
     def start_watch(self, shard: int) -> List[str]:
         """A marker watcher, about to block (up to ``longest_block``): its markers."""
         with self._cv:
-            return self._begin_block(shard, self.longest_block)
+            markers = list(dict.fromkeys(self._waiting[shard].values()))
+            if markers:
+                self._blocked.add(shard)
+            self._stale.discard(shard)
+            return markers
 
-    def _begin_block(self, shard: int, timeout: float) -> List[str]:
-        """Under ``_cv``: the shard's markers, the shard marked as blocked in Redis."""
-        markers = list(dict.fromkeys(self._waiting[shard].values()))
-        if markers and timeout > 0.001:
-            self._blocked.add(shard)
-        self._stale.discard(shard)
-        return markers
-
-    def end_block(self, shard: int) -> None:
+    def end_block(self, shard: Optional[int]) -> None:
+        """A blocker's BZPOPMIN returned (``shard`` None: the fetcher's)."""
         with self._cv:
-            self._blocked.discard(shard)
+            if shard is None:
+                self._fetch_blocked = False
+            else:
+                self._blocked.discard(shard)
 
     def idle_watch(self, shard: int) -> None:
         """A watcher with no marker to wait on: until its shard's markers change."""
@@ -364,7 +378,7 @@ class Engine:
         """A worker's slots, pause or state changed (or a thread was freed): the
         fetcher reconsiders it now."""
         with self._cv:
-            if id(worker) in self._drain:     # its marker is waited on only while listening
+            if id(worker) in self._workers:   # its marker is waited on only while listening
                 self._listen(worker)
             self._touch()
         self._wake(worker)
@@ -377,21 +391,25 @@ class Engine:
             wakes = self._wakes_due(worker)
         self._send_wakes(wakes)
 
-    def _wakes_due(self, worker: "Optional[Worker]") -> List[int]:
-        """Under ``_cv``: the shards whose blockers to wake (each once per block)."""
-        wakes = [shard for shard in self._blocked if shard in self._stale]
-        if 0 in self._blocked and 0 not in wakes:
+    def _wakes_due(self, worker: "Optional[Worker]") -> List[Optional[int]]:
+        """Under ``_cv``: the blockers to wake, each once per block: the watchers whose
+        markers changed, and the fetcher (None) when ``worker`` (or a queue starved
+        of threads) is now due, or when it blocks on markers it no longer should."""
+        wakes: List[Optional[int]] = [shard for shard in self._blocked if shard in self._stale]
+        self._blocked.difference_update(wakes)
+        if self._fetch_blocked:
             now = time.monotonic()
             candidates = [worker] if worker is not None else [
                 self._workers[k] for k in self._ready]
             due = any(self._ready.get(id(w), now + 1) <= now and self._fetchable(w)
                       for w in candidates)
-            if due or (self._starved and self._threads_free > 0):
-                wakes.append(0)
-        self._blocked.difference_update(wakes)
+            if (due or 0 in self._stale or self._watchers
+                    or (self._starved and self._threads_free > 0)):
+                self._fetch_blocked = False
+                wakes.append(None)
         return wakes
 
-    def _send_wakes(self, shards: List[int]) -> None:
+    def _send_wakes(self, shards: List[Optional[int]]) -> None:
         if not shards:
             return
         try:
@@ -405,6 +423,6 @@ class Engine:
             log.debug("engine %s: wake by Redis failed; interrupting", self.label,
                       exc_info=True)
             for shard in shards:
-                blocker = self._fetcher if shard == 0 else self._watchers.get(shard)
+                blocker = self._fetcher if shard is None else self._watchers.get(shard)
                 if blocker is not None:
                     blocker.interrupt()

@@ -109,14 +109,14 @@ class Fetcher(Role):
     def _block(self) -> None:
         markers, timeout = self.e.start_block()
         if not markers:
-            self.e.end_block(0)
+            self.e.end_block(None)
             self.e.idle_wait(timeout)
             return
         if timeout <= 0.001:
-            self.e.end_block(0)
+            self.e.end_block(None)
             return
-        popped = pop_marker(self.blocking, markers, self.e.wake_key_of(0), timeout,
-                            lambda: self.e.end_block(0))
+        popped = pop_marker(self.blocking, markers, self.e.wake_key_of(None), timeout,
+                            lambda: self.e.end_block(None))
         if popped is not None:
             self.e.marker_fired(popped)
 

@@ -376,7 +376,8 @@ def test_markers_past_the_first_shard_are_watched_by_watcher_threads(
                    for n in names}
         started = sorted(t for t in engine_threads() if t not in before)
         assert [t for t in started if "watcher" in t] == [
-            "orijs-marker-watcher-1-sharded", "orijs-marker-watcher-2-sharded"]
+            "orijs-marker-watcher-0-sharded", "orijs-marker-watcher-1-sharded",
+            "orijs-marker-watcher-2-sharded"]
         time.sleep(0.3)                       # every queue found empty: all block now
         for rounds in range(3):               # each shard's blocker pops, many times
             for i, n in enumerate(reversed(names)):
