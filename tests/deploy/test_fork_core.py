@@ -12,7 +12,7 @@ import redis
 
 import fork_cases
 from forking import MODES, run_in_child
-from orijs_sync import FlowProducer, Queue, QueueEvents, Worker
+from orijs_sync import FlowProducer, Queue, QueueEvents, Worker, WorkerGroup
 from orijs_sync._timer import Timer
 from orijs_sync.connection import RedisConnection
 from orijs_sync.testing import wait_until
@@ -96,6 +96,43 @@ def test_worker_started_in_the_parent_is_inert_in_the_child(mode, redis_url, qna
     finally:
         gate.set()
         worker.close(timeout=10)
+        events.close()
+        queue.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_worker_group_started_in_the_parent(mode, redis_url, qname):
+    """A child of a process running a WorkerGroup: the parent's Workers are inert there;
+    a Worker the child adds to the same group runs on an engine of the child's own."""
+    queue = Queue(qname, redis_url)
+    events = QueueEvents(qname, redis_url)
+    gate = threading.Event()
+
+    def handler(job):
+        if job.name == "hold":
+            assert gate.wait(60)
+        return {"pid": os.getpid(), "name": job.name}
+
+    group = WorkerGroup(queue.connection)
+    worker = Worker(qname, handler, group=group, drain_delay=1, lock_duration=2).start()
+    try:
+        queue.add("hold", {}, job_id="first")
+        wait_until(lambda: queue.get_job_state("first") == "active", 20, "first active")
+        queue.add("second", {}, job_id="second")
+        forked = mode != "spawn"
+        out = run_in_child(mode, fork_cases.group_child, group if forked else None,
+                           worker if forked else None, queue, f"{qname}-own")
+        assert out["own"]["name"] == "own" and out["own"]["pid"] != os.getpid()
+        assert out["group_closed"] is True and out["mine_running"] is False
+        if forked:
+            assert out["is_running"] is False and out["closed"] is True
+            assert out["second_state"] == "waiting"
+        gate.set()
+        for job_id in ("first", "second"):
+            assert events.wait_for_job(queue, job_id, timeout=20)["pid"] == os.getpid()
+    finally:
+        gate.set()
+        group.close(timeout=10)
         events.close()
         queue.close()
 

@@ -1,12 +1,12 @@
-"""A Node BullMQ worker shares one of the queues of a Python engine serving several
-queues: both take jobs of that queue, each job runs once, the other queues go on."""
+"""A Node BullMQ worker shares one of the queues of a Python WorkerGroup serving
+several queues: both take jobs of that queue, each job runs once, the other queues go on."""
 from __future__ import annotations
 
 import threading
 import time
 from typing import List
 
-from orijs_sync import Queue, Worker
+from orijs_sync import Queue, Worker, WorkerGroup
 from orijs_sync.connection import RedisConnection
 from orijs_sync.testing import wait_until
 
@@ -14,6 +14,7 @@ from orijs_sync.testing import wait_until
 def test_node_worker_shares_one_queue_of_a_python_engine(node, redis_url, namespace):
     shared, others = f"eng-{namespace}-shared", [f"eng-{namespace}-{i}" for i in range(3)]
     conn = RedisConnection(redis_url)
+    group = WorkerGroup(conn)
     ran: List[str] = []
     lock = threading.Lock()
 
@@ -23,8 +24,8 @@ def test_node_worker_shares_one_queue_of_a_python_engine(node, redis_url, namesp
         time.sleep(0.3)           # leaves jobs for the Node worker
         return {"py": job.data["i"]}
 
-    workers = [Worker(shared, slow, connection=conn).start()]
-    workers += [Worker(n, lambda job: {"py": job.data["i"]}, connection=conn).start()
+    workers = [Worker(shared, slow, group=group).start()]
+    workers += [Worker(n, lambda job: {"py": job.data["i"]}, group=group).start()
                 for n in others]
     try:
         queue = Queue(shared, connection=conn)
@@ -44,6 +45,5 @@ def test_node_worker_shares_one_queue_of_a_python_engine(node, redis_url, namesp
         for job_id in by_node:
             assert queue.get_job(job_id).returnvalue == {"echo": {"i": int(job_id) - 1}}
     finally:
-        for w in workers:
-            w.close()
+        group.close()
         conn.close()
