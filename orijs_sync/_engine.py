@@ -364,7 +364,8 @@ class Engine:
         wakes the fetcher, which may be blocked on its own shard)."""
         with self._cv:
             for w in self._owners.get(marker, []):
-                self._set_ready(w, 0.0)
+                if id(w) in self._drain:      # a ready one (rate limited...) keeps its time
+                    self._set_ready(w, 0.0)
             self._touch()
             wakes = self._wakes_due(None)
         self._send_wakes(wakes)
