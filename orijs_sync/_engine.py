@@ -69,7 +69,7 @@ class Engine:
         # in the slot of the markers (it extends one of them), so one BZPOPMIN takes all
         self.wake_key = f"{anchor_key}:orijs-wake:{uuid.uuid4().hex}"
         self._stop = threading.Event()
-        self._cv = threading.Condition()     # guards every field below
+        self._cv, self._membership = _conditions()   # one lock: guards every field below
         self._workers: Dict[int, "Worker"] = {}   # by id()
         self._ready: Dict[int, float] = {}    # worker id -> monotonic time to try fetching
         self._drain: Dict[int, float] = {}    # worker id -> time its block times out
@@ -105,7 +105,7 @@ class Engine:
 
     def _after_fork_in_child(self) -> None:
         """A forked child never runs its parent's engine: it is left stopped, empty."""
-        self._cv = threading.Condition()
+        self._cv, self._membership = _conditions()
         self._slots_lock = threading.Lock()
         self._workers = {}
         self._roles = []
@@ -136,6 +136,7 @@ class Engine:
             for role in self._roles:
                 role.max_delay = min(w.max_reconnect_delay for w in self._workers.values())
             self._members += 1
+            self._membership.notify_all()
             self._touch()
         for watcher in watchers:
             watcher.start(f"orijs-{watcher.name}-{self.label}")
@@ -175,6 +176,7 @@ class Engine:
             if last:
                 self._state = "stopped"
             self._members += 1
+            self._membership.notify_all()
             self._touch()
         if not drained:
             self.finisher.forget(worker)
@@ -188,6 +190,9 @@ class Engine:
 
     def _shut_down(self, drained: bool, deadline: Optional[float]) -> None:
         self._stop.set()
+        with self._cv:                 # roles waiting in the process stop at once
+            self._cv.notify_all()
+            self._membership.notify_all()
         me = threading.current_thread()
         for role in self._roles:
             if role.is_current_thread():
@@ -226,8 +231,8 @@ class Engine:
     # Every worker is either ready (``_ready``: fetch at that time, when it may) or
     # waiting for its marker (``_drain``: until its drain delay ends). ``_waiting`` holds
     # the markers the blockers wait on: those of every worker that listens (not paused,
-    # not closing), ready or not (a marker popped for a ready worker changes nothing),
-    # so the markers waited on change only when a worker joins, leaves, pauses or resumes.
+    # not closing, with a free slot), ready or not (a marker popped for a ready worker
+    # changes nothing), so the markers waited on do not change with every job.
     def _set_ready(self, w: "Worker", at: float) -> None:
         """Under ``_cv``."""
         key = id(w)
@@ -299,6 +304,7 @@ class Engine:
         with self._cv:
             if id(w) not in self._workers:
                 return
+            self._listen(w)          # its slots changed: waited on only while it has free ones
             if full or ttl > 0:
                 self._set_ready(w, now + ttl / 1000.0)
                 return
@@ -355,9 +361,10 @@ class Engine:
 
     def wait_membership_change(self, timeout: float) -> None:
         """A periodic role's pause: ends early when a worker comes or goes."""
-        with self._cv:
+        with self._membership:
             seen = self._members
-            self._cv.wait_for(lambda: self._members != seen or self._stop.is_set(), timeout)
+            self._membership.wait_for(lambda: self._members != seen or self._stop.is_set(),
+                                      timeout)
 
     def marker_fired(self, marker: str) -> None:
         """A blocker popped ``marker``: its queues are looked at now (a watcher's pop
@@ -427,3 +434,11 @@ class Engine:
                 blocker = self._fetcher if shard is None else self._watchers.get(shard)
                 if blocker is not None:
                     blocker.interrupt()
+
+
+def _conditions() -> Tuple[threading.Condition, threading.Condition]:
+    """The engine's two conditions over one lock: changes the fetcher and the watchers
+    wait for (every slot freed), and membership changes the periodic roles wait for
+    (so that a slot freed wakes only those who care)."""
+    lock = threading.Lock()
+    return threading.Condition(lock), threading.Condition(lock)

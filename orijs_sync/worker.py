@@ -355,11 +355,11 @@ class Worker:
             engine.changed(self)
 
     def _listening(self) -> bool:
-        """The engine waits on this queue's marker (when it has nothing to fetch)."""
-        return not self._stop_fetching() and not self._paused
+        """The engine waits on this queue's marker: it may take a job."""
+        return not self._stop_fetching() and not self._paused and self._free > 0
 
     def _can_fetch(self) -> bool:
-        return self._listening() and self._free > 0
+        return self._listening()
 
     def _take_slots(self) -> int:
         """Slots (and engine threads) for the jobs of one fetch; 0 when none may run."""

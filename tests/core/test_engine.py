@@ -253,7 +253,7 @@ def test_max_threads_bounds_the_jobs_running_at_once_over_all_queues(conn, names
     assert sum(gauge.most.values()) >= 4 and max(gauge.most.values()) <= 4
 
 
-def test_a_wake_sent_before_the_block_reaches_redis_is_not_lost(conn, namespace):
+def test_a_wake_sent_before_the_block_reaches_redis_is_not_lost(conn, namespace, r):
     """The fetcher chose its markers and is about to send BZPOPMIN when a queue becomes
     fetchable: the wake must still end that block at once (a socket interrupt sent
     then finds no blocked call and is lost until the block times out)."""
@@ -266,23 +266,26 @@ def test_a_wake_sent_before_the_block_reaches_redis_is_not_lost(conn, namespace)
         Queue(late.name, connection=conn).add("x", {})
         engine = idle._engine
         assert engine is not None and engine is late._engine
-        engine.longest_block = 600.0             # a lost wake would block that long
         pool = engine._fetcher.blocking.client.connection_pool
         for connection in pool._available_connections + list(pool._in_use_connections):
-            connection.socket_timeout = 700.0    # its socket waits as long, once reconnected
-        pool.disconnect(inuse_connections=False)
+            connection.socket_timeout = 700.0    # its socket waits as long
+            if connection._sock is not None:
+                connection._sock.settimeout(700.0)
+        # settled: blocked on idle's marker (its block ends within the group's 5 s), no
+        # wake left over from the joins and the pause
+        wait_until(lambda: engine._fetch_blocked and not r.exists(engine.wake_key), 20)
         armed = threading.Event()
         armed.set()
         start_block = engine.start_block
 
         def hooked():
+            engine.longest_block = 600.0         # a lost wake would block that long
             markers, timeout = start_block()
             if markers and armed.is_set():       # chosen, not yet sent: wake now
                 armed.clear()
                 late.resume()
             return markers, timeout
         engine.start_block = hooked              # type: ignore[method-assign]
-        engine._fetcher.interrupt()              # reconnects, then blocks through the hook
         wait_until(lambda: not armed.is_set(), 20)
         wait_until(lambda: Queue(late.name, connection=conn).get_job_counts(
             "completed")["completed"] == 1, 30)
