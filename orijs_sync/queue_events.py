@@ -366,6 +366,8 @@ class QueueEvents:
         with self._lock:   # registered first, deaf until it knows which run it waits for
             self._waiters.setdefault(key, []).append((fut, _UNKNOWN_RUN))
         state, returnvalue, failed_reason, floor = self._current_run(queue, str(job_id))
+        if state == "unknown":   # gone (removed on finishing): any outcome of its id settles
+            floor = (0, 0)       # it, even one written before the wait but not read yet
         with self._lock:
             seen = self._recent.get(key)
             for i, (waiting, _) in enumerate(self._waiters.get(key, ())):

@@ -212,3 +212,20 @@ def test_remove_queue_and_off_stop_deliveries(redis_url, namespace):
         wait_until(lambda: raw.count(kept) >= 4)          # the marker's events came through
         assert raw.count(dropped) == before_dropped and len(added) == before_added
         assert marker.id not in added
+
+
+def test_a_wait_for_a_job_removed_on_completion_before_its_event_is_read(
+        queue, redis_url, qname):
+    """The job finished and was removed before the wait began, and the events thread
+    has not read its outcome yet: the outcome, read later, settles the wait."""
+    events = QueueEvents(qname, connection=redis_url, autorun=False)   # reads nothing yet
+    try:
+        job = queue.add("x", {"n": 7}, remove_on_complete=True)
+        with Worker(qname, lambda j: j.data["n"] * 6, connection=redis_url):
+            wait_until(lambda: queue.get_job(job.id) is None, 20)       # done and removed
+        future = events.job_future(queue, job.id)
+        assert not future.done()
+        events.start()                                  # reads the stream from before the add
+        assert future.result(timeout=10) == 42
+    finally:
+        events.close()
