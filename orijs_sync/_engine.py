@@ -220,9 +220,13 @@ class Engine:
             self._threads_free -= taken
             return taken
 
-    def give_threads(self, count: int) -> None:
+    def give_threads(self, count: int) -> bool:
+        """Handler threads freed; True when none was free before (the fetcher may have
+        left queues waiting for one)."""
         with self._slots_lock:
+            starved = self._threads_free <= 0
             self._threads_free += count
+            return starved
 
     def threads_free(self) -> int:
         return self._threads_free
@@ -295,8 +299,10 @@ class Engine:
             if id(w) in self._workers:
                 self._set_ready(w, at)
 
-    def fetched(self, w: "Worker", full: bool, ttl: int, next_delayed: int) -> None:
-        """After a fetch: a full take looks again at once; a rate limit after its ttl;
+    def fetched(self, w: "Worker", took: bool, ttl: int, next_delayed: int) -> None:
+        """After a fetch: one that took jobs looks again at once (there may be more; the
+        marker each take leaves is consumed by that look, as BullMQ's worker does); a
+        rate limit after its ttl;
         else the queue waits on its marker until its drain delay (rounded up to the
         next whole second, so that many queues look again in one pipelined call) or
         its next delayed job."""
@@ -305,7 +311,7 @@ class Engine:
             if id(w) not in self._workers:
                 return
             self._listen(w)          # its slots changed: waited on only while it has free ones
-            if full or ttl > 0:
+            if took or ttl > 0:
                 self._set_ready(w, now + ttl / 1000.0)
                 return
             until = float(math.ceil(now + w.drain_delay)) if w.drain_delay >= 1 else \

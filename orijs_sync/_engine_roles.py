@@ -91,15 +91,15 @@ class Fetcher(Role):
 
     def _failed(self, w: "Worker", taken: int) -> None:
         """Never lose a slot: the queue is looked at again after a short pause."""
-        w._give_back_slots(taken)
+        w._give_back_slots(taken, tell=False)
         self.e.set_due(w, time.monotonic() + 0.1)
 
     def _took(self, w: "Worker", taken: int, jobs: List["Job"], ttl: int,
               next_delayed: int) -> None:
-        w._give_back_slots(taken - len(jobs))
+        w._give_back_slots(taken - len(jobs), tell=False)   # fetched() looks at it next
         for job in jobs:
             w._dispatch(job)
-        self.e.fetched(w, len(jobs) == taken, ttl, next_delayed)
+        self.e.fetched(w, bool(jobs), ttl, next_delayed)
         if jobs:
             w._drained = False
         elif not w._drained and not ttl:

@@ -374,17 +374,20 @@ class Worker:
     def _stop_fetching(self) -> bool:
         return self._state != "running" or self._fetch_stop.is_set()
 
-    def _give_back_slots(self, count: int) -> None:
-        """``count`` slots (and their engine threads) are free again."""
+    def _give_back_slots(self, count: int, tell: bool = True) -> None:
+        """``count`` slots (and their engine threads) are free again. The engine is told
+        (unless the fetcher itself gives them back) only when this makes a difference to
+        it: the worker had no free slot, or the engine no free thread."""
         if not count:
             return
         engine = self._engine
         with self._cv:
+            was_full = self._free == 0
             self._free += count
-            if engine is not None:
-                engine.give_threads(count)
+            starved = engine is not None and engine.give_threads(count)
             self._cv.notify_all()
-        self._tell_engine()
+        if tell and (was_full or starved):
+            self._tell_engine()
 
     def _move_to_active(self, count: int) -> "tuple[List[Job], int, int]":
         return self._fetch_reply(self._run_hot_script("moveToActive", *self._fetch_call(count)))
