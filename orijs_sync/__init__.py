@@ -5,6 +5,8 @@ from .job import Job
 from .queue import Queue
 from .queue_events import QueueEvent, QueueEvents
 from .worker import Worker
+from .worker_group import WorkerGroup
 
-__all__ = ["FlowProducer", "Job", "JobNode", "Queue", "QueueEvent", "QueueEvents", "Worker", "errors"]
+__all__ = ["FlowProducer", "Job", "JobNode", "Queue", "QueueEvent", "QueueEvents", "Worker",
+           "WorkerGroup", "errors"]
 __version__ = "0.1.0"

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Set, Tuple
 
 from . import errors
-from ._roles import Role
 from ._util import dumps
 from .job import Job
 
@@ -37,50 +36,62 @@ def lock_retry_interval(lock_seconds: float) -> float:
     return min(max(lock_seconds / 50.0, 0.05), 0.5)
 
 
-class LockRenewer(Role):
-    """Keeps the locks of one worker's active jobs; see the module docstring."""
-
-    name = "lock-renewer"
+class LockRenewer:
+    """Keeps the locks of one worker's active jobs; see the module docstring. Not a
+    thread: the engine's renewer role calls ``tick()`` when it is due."""
 
     def __init__(self, worker: "Worker") -> None:
-        super().__init__(worker._stop)
         self.w = worker
         self.lock_seconds = worker.lock_duration_ms / 1000.0
         self.interval = self.lock_seconds / RENEWALS_PER_LOCK
         self._failing_since: Optional[float] = None
         self._reported: Set[Tuple[str, Optional[str]]] = set()   # (job id, token) told lost
+        self._jobs: List[Job] = []          # those of the renewal in flight, and its time
+        self._sent = 0.0
 
-    def loop(self) -> None:
-        started = time.monotonic()
+    def tick(self) -> float:
+        """Renew once; returns the seconds until the next renewal is due."""
+        call = self.call()
+        if call is None:
+            return self.done([])
         try:
-            self.renew()
+            reply = self.w.scripts.run(*call)
         except Exception as exc:  # noqa: BLE001 - retried soon, well before the locks lapse
-            self._failed(exc)
-            self._report(self._expired())
-            self.stop_event.wait(self.w.lock_retry_interval)
-            return
-        if self._failing_since is not None:
-            log.info("worker %s: locks renewed again after %.1fs of failures", self.w.name,
-                     time.monotonic() - self._failing_since)
-            self._failing_since = None
-        self.stop_event.wait(max(self.interval - (time.monotonic() - started), 0.0))
+            return self.done(exc)
+        return self.done(reply)
 
-    def renew(self) -> None:
+    def call(self) -> "Optional[Tuple[str, List[str], List[Any]]]":
+        """The renewal to send now (script, keys, args), or None with no job to renew.
+        Its reply goes to :meth:`done` (the engine's renewer sends many in one pipeline)."""
         w = self.w
         with w._cv:
             jobs = list(w._active.values())
         self._reported &= {(job.id, job.token) for job in jobs}
+        self._jobs, self._sent = jobs, time.monotonic()
         if not jobs:
-            return
+            return None
         k = w.keys
-        sent = time.monotonic()
-        lost = set(w.scripts.run("extendLocks", [k.stalled],
-                                 [k.base, dumps([j.id for j in jobs]),
-                                  dumps([j.token for j in jobs]), w.lock_duration_ms]))
-        for job in jobs:
+        return ("extendLocks", [k.stalled],
+                [k.base, dumps([j.id for j in jobs]), dumps([j.token for j in jobs]),
+                 w.lock_duration_ms])
+
+    def done(self, reply: Any) -> float:
+        """The reply of :meth:`call`'s renewal (the ids of the locks lost, or the error);
+        returns the seconds until the next renewal is due."""
+        if isinstance(reply, BaseException):
+            self._failed(reply)
+            self._report(self._expired())
+            return self.w.lock_retry_interval
+        lost = set(reply)
+        for job in self._jobs:
             if job.id not in lost:
-                job._lock_until = sent + self.lock_seconds
-        self._report([job for job in jobs if job.id in lost])
+                job._lock_until = self._sent + self.lock_seconds
+        self._report([job for job in self._jobs if job.id in lost])
+        if self._failing_since is not None:
+            log.info("worker %s: locks renewed again after %.1fs of failures", self.w.name,
+                     time.monotonic() - self._failing_since)
+            self._failing_since = None
+        return max(self.interval - (time.monotonic() - self._sent), 0.0)
 
     def _failed(self, exc: BaseException) -> None:
         """Log and publish the first failure of a run of them; the rest go to debug."""

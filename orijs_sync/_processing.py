@@ -238,7 +238,8 @@ class JobRunner:
         opts = self.fetch_opts(fetch)
         if self.w.max_metrics_points:
             opts["maxMetricsSize"] = self.w.max_metrics_points
-        args: List[Any] = [k.base, now_ms(), fetch, dumps(opts), len(outcomes)]
+        stamp = now_ms()
+        args: List[Any] = [k.base, stamp, fetch, dumps(opts), len(outcomes)]
         for o in outcomes:
             kept = o.job.opts.get("removeOnComplete" if o.target == "completed" else "removeOnFail")
             if kept is None:
@@ -248,11 +249,23 @@ class JobRunner:
         codes, jobs = self.run_script("moveToFinished", [k.active, k.events, k.meta, k.stalled],
                                       args)
         for o, code in zip(outcomes, codes):
-            if self._check(o.job, code, o.target):
+            if self._written_before(o.job, code, stamp) or self._check(o.job, code, o.target):
                 if o.target == "completed":
                     o.job.returnvalue = o.result
                 self.w._emit(o.target, o.job, o.result)
         return [self.w._job_from_reply(f, i, t) for f, i, t in jobs]
+
+    def _written_before(self, job: Job, code: Any, stamp: int) -> bool:
+        """A refusal of a write retried after a connection error may be the refusal of
+        our own first try: it was done, its reply lost (e.g. Redis shut down before
+        sending it). That write set ``finishedOn`` to the same call's timestamp."""
+        if code not in (-2, -3):
+            return False
+        try:
+            finished = self.w.client.hget(job.key, "finishedOn")
+        except errors.OrijsError:
+            return False
+        return finished is not None and str(finished) == str(stamp)
 
     def _check(self, job: Job, code: Any, what: str) -> bool:
         if isinstance(code, int) and code < 0:

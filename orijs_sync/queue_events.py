@@ -1,8 +1,10 @@
-"""QueueEvents: one thread tailing the events streams of one or many queues.
+"""QueueEvents: a thread (or a few) tailing the events streams of one or many queues.
 
-A single ``XREAD BLOCK`` covers every watched queue, so a process needs one
-events thread however many queues it follows. Listeners run on that thread
-and must not block; ``wait_for_job`` settles futures from it.
+One ``XREAD BLOCK`` covers many queues: a process needs one events thread for up to
+``SHARD_SIZE`` queues, and a few for thousands (an XREAD costs Redis time in
+proportion to the streams it names, and is sent again after every entry, so the
+streams are shared out over up to ``MAX_SHARDS`` threads). Listeners run on those
+threads and must not block; ``wait_for_job`` settles futures from them.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from . import _validate as check
 from ._cluster import check_queue
 from ._futures import result_or_named_timeout, settle, wait_timeout
 from ._roles import Role
+from ._shards import deal
 from ._util import loads
 from .connection import ConnectionLike, as_connection
 from .keys import QueueKeys
@@ -26,6 +29,9 @@ from .keys import QueueKeys
 log = logging.getLogger(__name__)
 
 MAX_BLOCK = 3600.0   # longest XREAD BLOCK (its socket timeout is longer still)
+SHARD_SIZE = 64      # streams per events thread before the next thread is started
+MAX_SHARDS = 16      # at most this many threads; past SHARD_SIZE * MAX_SHARDS streams,
+                     # the streams are dealt round-robin over them
 
 # The field each event carries as its "value" for on(event, fn(job_id, value)).
 _VALUE_FIELD = {"completed": "returnvalue", "failed": "failedReason", "progress": "data",
@@ -57,18 +63,21 @@ class QueueEvent:
 
 
 class _Tailer(Role):
+    """Reads the streams of one shard, one XREAD BLOCK at a time."""
+
     name = "events-tailer"
 
-    def __init__(self, owner: "QueueEvents") -> None:
+    def __init__(self, owner: "QueueEvents", shard: int) -> None:
         super().__init__(owner._stop)
         self.owner = owner
+        self.shard = shard
         self.blocking = owner.connection.blocking_client(owner.block_timeout)
 
     def loop(self) -> None:
         self.blocking.take_interrupt()
-        streams = self.owner._stream_positions()
+        streams = self.owner._stream_positions(self.shard)
         if not streams:
-            self.owner._wait_for_queues()
+            self.owner._wait_for_queues(self.shard)
             return
         try:
             reply: Any = self.blocking.client.xread(
@@ -116,8 +125,11 @@ class QueueEvents:
         self._lock = threading.Lock()   # guards _streams, _listeners, _waiters, _generation...
         self._changed = threading.Condition(self._lock)   # streams added, positions advanced
         self._streams: Dict[str, Tuple[str, str]] = {}        # stream key -> (queue, last id)
-        self._generation = 0        # bumped by add_queue; the tailer notes what it has read
-        self._seen_generation = 0
+        self._shard_of: Dict[str, int] = {}                   # stream key -> its tailer's shard
+        self._shard_keys: Dict[int, List[str]] = {}           # shard -> its stream keys
+        self._added = 0             # streams ever added (deals out the shards)
+        self._generation = 0        # bumped by add_queue; each tailer notes what it has read
+        self._seen_generation: Dict[int, int] = {}            # by shard
         self._listeners: Dict[str, List[Callable[..., Any]]] = {}
         self._raw_listeners: List[Callable[[QueueEvent], Any]] = []
         # (queue, job id) -> [(future, stream id at registration)]: only outcomes written
@@ -128,7 +140,8 @@ class QueueEvents:
         self._recent: "OrderedDict[Tuple[str, str], QueueEvent]" = OrderedDict()
         self._recent_max = recent_outcomes
         self._stop = threading.Event()
-        self._tailer: Optional[_Tailer] = None
+        self._tailers: Dict[int, _Tailer] = {}    # by shard
+        self._started = False
         self._closed = False
         self._restart = False          # started before a fork: restart on first use
         _fork.track(self)
@@ -144,8 +157,10 @@ class QueueEvents:
         self._changed = threading.Condition(self._lock)
         self._waiters = {}
         self._stop = threading.Event()
-        self._restart = self._tailer is not None and not self._closed
-        self._tailer = None
+        self._restart = self._started and not self._closed
+        self._started = False
+        self._tailers = {}
+        self._seen_generation = {}
 
     def resume_after_fork(self) -> None:
         """Restart the tailer of a QueueEvents started before this process forked."""
@@ -169,49 +184,68 @@ class QueueEvents:
                 return
         start = self._start_id(key)
         with self._lock:
-            self._streams.setdefault(key, (name, start))
+            if key in self._streams:
+                return
+            self._streams[key] = (name, start)
+            shard = self._shard_of[key] = self._next_shard()
+            self._shard_keys.setdefault(shard, []).append(key)
             self._generation += 1
             generation = self._generation
             self._changed.notify_all()
-        self._wake_tailer(generation)
+            tailer = self._tailers.get(shard)
+        if tailer is None:
+            if self._started:
+                self._start_tailers()
+        else:
+            self._wake_tailer(tailer, generation)
 
-    def _wake_tailer(self, generation: int) -> None:
-        """Interrupt the tailer until it has read the streams of ``generation``: its XREAD
+    def _next_shard(self) -> int:
+        """Under ``_lock``: the shard of the next stream added."""
+        count, self._added = self._added, self._added + 1
+        return deal(count, SHARD_SIZE, MAX_SHARDS)
+
+    def _wake_tailer(self, tailer: _Tailer, generation: int) -> None:
+        """Interrupt ``tailer`` until it has read the streams of ``generation``: its XREAD
         in progress (or about to start) does not cover the new stream. Bounded; never
         from the tailer's own thread (a listener adding a queue)."""
-        tailer = self._tailer
-        if tailer is None or tailer.is_current_thread():
+        if tailer.is_current_thread():
             return
+        shard = tailer.shard
         deadline = time.monotonic() + max(2.0, self.block_timeout)
         with self._lock:
-            while self._seen_generation < generation and not self._stop.is_set():
+            while (self._seen_generation.get(shard, 0) < generation
+                   and not self._stop.is_set()):
                 tailer.interrupt()
                 if time.monotonic() > deadline:   # busy (a slow listener, a Redis outage):
                     log.debug("QueueEvents: the events thread reads the new queue when free")
                     return
                 self._changed.wait(0.02)
 
-    def _wait_for_queues(self) -> None:
+    def _wait_for_queues(self, shard: int) -> None:
         """Tailer with nothing to watch: sleep until a queue is added (or stop)."""
         with self._lock:
-            seen = self._seen_generation
+            seen = self._seen_generation.get(shard, 0)
             self._changed.wait_for(lambda: self._generation != seen or self._stop.is_set(),
                                    self.block_timeout)
 
     def remove_queue(self, name: str) -> None:
         with self._lock:
-            self._streams.pop(QueueKeys(self.prefix, name).events, None)
+            key = QueueKeys(self.prefix, name).events
+            self._streams.pop(key, None)
+            shard = self._shard_of.pop(key, None)
+            if shard is not None:
+                self._shard_keys[shard].remove(key)
 
     @property
     def queues(self) -> List[str]:
         with self._lock:
             return [queue for queue, _ in self._streams.values()]
 
-    def _stream_positions(self) -> Dict[str, str]:
+    def _stream_positions(self, shard: int) -> Dict[str, str]:
         with self._lock:
-            self._seen_generation = self._generation
+            self._seen_generation[shard] = self._generation
             self._changed.notify_all()
-            return {key: last for key, (_, last) in self._streams.items()}
+            return {key: self._streams[key][1] for key in self._shard_keys.get(shard, ())}
 
     def catch_up(self, timeout: float) -> bool:
         """Wait (up to ``timeout`` seconds) until every event written so far to the
@@ -233,7 +267,7 @@ class QueueEvents:
         with self._lock:
             while not reached():
                 left = deadline - time.monotonic()
-                if left <= 0 or self._stop.is_set() or self._tailer is None:
+                if left <= 0 or self._stop.is_set() or not self._tailers:
                     return False
                 self._changed.wait(min(left, 0.1))
         return True
@@ -332,6 +366,8 @@ class QueueEvents:
         with self._lock:   # registered first, deaf until it knows which run it waits for
             self._waiters.setdefault(key, []).append((fut, _UNKNOWN_RUN))
         state, returnvalue, failed_reason, floor = self._current_run(queue, str(job_id))
+        if state == "unknown":   # gone (removed on finishing): any outcome of its id settles
+            floor = (0, 0)       # it, even one written before the wait but not read yet
         with self._lock:
             seen = self._recent.get(key)
             for i, (waiting, _) in enumerate(self._waiters.get(key, ())):
@@ -370,31 +406,44 @@ class QueueEvents:
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> "QueueEvents":
-        """Start the events thread (idempotent; in a forked child, a new one)."""
-        name = f"orijs-events-{','.join(self.queues)[:40]}"
+        """Start the events threads (idempotent; in a forked child, new ones)."""
         with self._lock:
             if self._closed:
                 raise errors.ShutdownError("QueueEvents is closed")
             self._restart = False
-            if self._tailer is None:
-                self._tailer = _Tailer(self)
-                self._tailer.probe = self.client.ping      # read again as soon as Redis is back
-                self._tailer.start(name)
+            self._started = True
+        self._start_tailers()
         return self
 
-    def close(self) -> None:
-        """Stop the thread (joined) and fail pending waits with ``ShutdownError``."""
-        if self._closed:
-            return
-        self._closed = True
-        self._stop.set()
+    def _start_tailers(self) -> None:
+        """One tailer per shard in use (shard 0 at least), each started once."""
+        name = f"orijs-events-{','.join(self.queues)[:40]}"
+        fresh = []
         with self._lock:
+            if self._closed:
+                return
+            for shard in sorted(set(self._shard_of.values()) | {0}):
+                if shard not in self._tailers:
+                    tailer = self._tailers[shard] = _Tailer(self, shard)
+                    tailer.probe = self.client.ping      # read again as soon as Redis is back
+                    fresh.append(tailer)
+        for tailer in fresh:
+            tailer.start(f"{name}#{tailer.shard}" if tailer.shard else name)
+
+    def close(self) -> None:
+        """Stop the threads (joined) and fail pending waits with ``ShutdownError``."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            tailers = list(self._tailers.values())
+            self._stop.set()
             self._changed.notify_all()
-        if self._tailer is not None:
-            self._tailer.interrupt()
-            while not self._tailer.join(0.2):
-                self._tailer.interrupt()
-            self._tailer.blocking.close()
+        for tailer in tailers:
+            tailer.interrupt()
+            while not tailer.join(0.2):
+                tailer.interrupt()
+            tailer.blocking.close()
         with self._lock:
             waiters, self._waiters = self._waiters, {}
         for futures in waiters.values():

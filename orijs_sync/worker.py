@@ -1,5 +1,7 @@
-"""Worker: a fetch thread, a pool of ``concurrency`` handler threads, one lock
-renewer and one stalled-jobs checker, all owned, stopped and joined by ``close()``.
+"""Worker: one queue's handler, concurrency, limiter, pause and listeners. Its
+threads (fetcher, finisher, lock renewer, stalled checker, handler pool) belong to
+its engine (``_engine``): its own, or the one its ``WorkerGroup`` shares between
+many queues. ``close()`` stops and joins them (a group's when its last worker closes).
 """
 from __future__ import annotations
 
@@ -8,16 +10,17 @@ import os
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 
 from . import _fork, errors
 from . import _validate as check
 from . import options as job_options
+from ._engine import Engine
 from ._futures import wait_timeout
 from ._locks import LockRenewer, lock_retry_interval
+from ._pools import deadline_of, remaining
 from ._processing import BackoffStrategy, JobRunner, Outcome
-from ._roles import Periodic, Role, backoff_delay, run_until_signalled
+from ._roles import backoff_delay, run_until_signalled
 from ._routing import ProcessorLike, as_processor
 from ._util import Seconds, dumps, now_ms
 from ._workers_list import worker_client_name
@@ -27,122 +30,15 @@ from .keys import QueueKeys
 from .metrics import max_data_points
 from .queue import Queue
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .worker_group import WorkerGroup
+
 log = logging.getLogger(__name__)
 
 Processor = Callable[[Job], Any]
 MAX_BLOCK = 3600.0   # longest block on the marker key
 _handling = threading.local()    # .worker: the Worker whose handler this thread runs
 LISTENER_EVENTS = ("active", "completed", "failed", "error", "stalled", "drained", "closed")
-
-
-class _Fetcher(Role):
-    """Moves jobs to active while slots are free; otherwise blocks on the marker key."""
-
-    name = "fetcher"
-
-    def __init__(self, worker: "Worker") -> None:
-        super().__init__(worker._fetch_stop)
-        self.w = worker
-        self.blocking = worker.connection.blocking_client(worker.drain_delay,
-                                                          worker.client_name)
-        try:   # connect now: the named connection lists the worker (getWorkers) at once
-            self.blocking.client.ping()
-        except errors.OrijsError:
-            log.debug("worker %s: blocking connection not opened yet", worker.name)
-        self._drained = False    # "drained" is emitted once per emptying of the queue
-
-    def loop(self) -> None:
-        taken = self.w._take_slots()
-        if not taken:
-            return
-        try:
-            jobs, ttl, next_delayed = self.w._move_to_active(taken)
-        except BaseException:
-            self.w._give_back_slots(taken)   # never lose a slot: the role retries after a pause
-            raise
-        self.w._give_back_slots(taken - len(jobs))
-        for job in jobs:
-            self.w._dispatch(job)
-        if jobs:
-            self._drained = False
-            return
-        if not self._drained and not ttl:
-            self._drained = True
-            self.w._emit("drained")
-        if ttl > 0:
-            self.stop_event.wait(ttl / 1000.0)
-            return
-        self._wait_for_marker(next_delayed)
-
-    def _wait_for_marker(self, next_delayed: int) -> None:
-        timeout = self.w.drain_delay
-        if next_delayed:
-            timeout = min(timeout, max((next_delayed - now_ms()) / 1000.0, 0.0))
-        if timeout <= 0.001 or self.stop_event.is_set():
-            return
-        self.blocking.client.bzpopmin(self.w.keys.marker, timeout=max(timeout, 0.01))
-
-    def interrupt(self) -> None:
-        self.blocking.interrupt()
-
-
-class _Finisher(Role):
-    """Writes finished jobs' outcomes many per script call, and hands the next jobs
-    that call took to the pool. Outcomes wait here, never in a handler thread."""
-
-    name = "finisher"
-    max_batch = 100
-
-    def __init__(self, worker: "Worker") -> None:
-        super().__init__(worker._stop)
-        self.w = worker
-        self._cv = threading.Condition()     # guards _pending and _busy
-        self._pending: List[Outcome] = []
-        self._busy = 0                       # writes under way (here or inline)
-
-    def submit(self, outcome: Outcome, alone: bool) -> bool:
-        """Queue an outcome; returns False (queuing nothing) when the job is ``alone``
-        (the worker's only one) and the finisher idle: the caller then writes it
-        itself, saving a thread hop when jobs come one at a time."""
-        with self._cv:
-            if alone and not self._pending and not self._busy:
-                return False
-            self._pending.append(outcome)
-            self._cv.notify()
-            return True
-
-    def loop(self) -> None:
-        with self._cv:
-            if not self._pending:
-                self._cv.wait(0.5)
-            batch = self._pending[:self.max_batch]
-            del self._pending[:len(batch)]
-        if batch:
-            self.write(batch)
-
-    def write(self, batch: List[Outcome], keep_one: bool = False) -> Optional[Job]:
-        """Write a batch and hand its slots on (finisher thread, or a pool thread inline).
-        With ``keep_one``, the first next job is returned for the caller to run itself."""
-        with self._cv:
-            self._busy += 1
-        self.w._set_finishing(batch, True)   # the renewer keeps their locks while this retries
-        try:
-            fetch = len(batch) if self.w._fetch_next_allowed() else 0
-            next_jobs = self.w._runner.finish(batch, fetch)
-        except Exception:
-            self.w._set_finishing(batch, False)
-            with self._cv:       # keep them: written on the next try (the role backs off)
-                self._pending[:0] = batch
-                self._cv.notify()
-            raise
-        finally:
-            with self._cv:
-                self._busy -= 1
-        return self.w._after_finish(batch, next_jobs, keep_one)
-
-    def interrupt(self) -> None:
-        with self._cv:
-            self._cv.notify_all()
 
 
 class Worker:
@@ -152,7 +48,8 @@ class Worker:
     raises (the job's ``failedReason``); a mapping ``{job_name: function}`` routes each
     job by its name (an unknown name fails the job). Durations are seconds.
     ``metrics={"max_data_points": n}`` records BullMQ's per-minute completed/failed
-    counts (``Queue.get_metrics``).
+    counts (``Queue.get_metrics``). ``group``: run in a :class:`WorkerGroup`'s shared
+    threads (with the group's connection) rather than threads of its own.
     """
 
     def __init__(self, name: str, processor: ProcessorLike, connection: ConnectionLike = None, *,
@@ -163,7 +60,8 @@ class Worker:
                  backoff_strategies: Optional[Dict[str, BackoffStrategy]] = None,
                  worker_name: Optional[str] = None, autorun: bool = False,
                  skip_stalled_check: bool = False, max_reconnect_delay: Seconds = 5.0,
-                 metrics: Optional[Mapping[str, Any]] = None) -> None:
+                 metrics: Optional[Mapping[str, Any]] = None,
+                 group: Optional["WorkerGroup"] = None) -> None:
         self.processor = as_processor(processor)
         self.keys = QueueKeys(prefix, name)
         self.name = name
@@ -192,6 +90,9 @@ class Worker:
         self.client_name = worker_client_name(prefix, name, self.worker_name)
         check.boolean(autorun, "autorun")
         self.id = uuid.uuid4().hex
+        self.group = group
+        if group is not None:
+            connection = group._connection_for(connection)
         self.connection = as_connection(connection)
         self._owns_connection = self.connection is not connection
         self.client = self.connection.client
@@ -199,15 +100,15 @@ class Worker:
         self.scripts = self.queue.scripts       # one script registry per connection user
         self._runner = JobRunner(self)
         self._listeners: Dict[str, List[Callable[..., Any]]] = {e: [] for e in LISTENER_EVENTS}
-        self._stop = threading.Event()          # stops the renewer and the stalled checker
-        self._fetch_stop = threading.Event()    # stops the fetcher (first, at close)
+        self._fetch_stop = threading.Event()    # no new job from now on (close)
         self._cv = threading.Condition()          # guards the fields below
         self._free = concurrency
         self._paused = False
         self._active: Dict[str, Job] = {}
         self._state = "new"      # new -> running -> closing -> closed; forked: see below
-        self._roles: List[Role] = []
-        self._executor: Optional[ThreadPoolExecutor] = None
+        self._engine: Optional[Engine] = None
+        self._renewer = LockRenewer(self)
+        self._drained = False    # "drained" is emitted once per emptying of the queue
         self._shutdown_requested = threading.Event()
         self._forked_from: Optional[int] = None
         _fork.track(self)
@@ -221,13 +122,12 @@ class Worker:
         connections. Its active jobs are the parent's: their locks are never renewed
         nor their outcomes written here. A never-started copy may start here."""
         self._cv = threading.Condition()
-        self._stop = threading.Event()
         self._fetch_stop = threading.Event()
         self._shutdown_requested = threading.Event()
         self._active = {}
         self._free = self.concurrency
-        self._roles = []
-        self._executor = None
+        self._engine = None
+        self._renewer = LockRenewer(self)
         if self._state in ("running", "closing"):
             self._state = "forked"
             self._forked_from = os.getppid()
@@ -276,13 +176,23 @@ class Worker:
         self.connection.ping()
         with self._cv:
             self._check_startable()          # close() or another start() came meanwhile
-            self._executor = ThreadPoolExecutor(self.concurrency,
-                                                thread_name_prefix=f"orijs-worker-{self.name}")
-            self._roles = self._make_roles()
             self._state = "running"
-        for role in self._roles:
-            role.start(f"orijs-{role.name}-{self.name}")
+        try:
+            self._engine = self._join_engine()
+        except BaseException:
+            with self._cv:
+                self._state = "new"
+            raise
         return self
+
+    def _join_engine(self) -> Engine:
+        if self.group is not None:
+            return self.group._join(self)
+        engine = Engine(self.connection, label=self.name, max_threads=self.concurrency,
+                        anchor_key=self.keys.marker, longest_block=self.drain_delay,
+                        client_name=self.client_name)
+        engine.add(self)
+        return engine
 
     def _check_startable(self) -> None:
         if self._state == "forked":
@@ -292,19 +202,6 @@ class Worker:
                 f"Worker here (after the fork)")
         if self._state != "new":
             raise errors.InvalidStateError(f"worker is {self._state}; a worker starts once")
-
-    def _make_roles(self) -> List[Role]:
-        fetcher = _Fetcher(self)
-        self._finisher = _Finisher(self)
-        roles: List[Role] = [fetcher, self._finisher, LockRenewer(self)]
-        if not self.skip_stalled_check:
-            roles.append(Periodic(self._stop, "stalled-checker", self.stalled_interval,
-                                  self._check_stalled))
-        for role in roles:
-            role.on_error = lambda exc: self._emit("error", exc)  # type: ignore[method-assign]
-            role.max_delay = self.max_reconnect_delay
-            role.probe = self.connection.ping
-        return roles
 
     def run(self, connect_timeout: Optional[Seconds] = None) -> None:
         """Start and block until SIGINT/SIGTERM (or ``close()`` from another thread).
@@ -387,18 +284,15 @@ class Worker:
         if state == "closing":
             return self._wait_closed(timeout)
         self._shutdown_requested.set()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        fetcher = self._roles[0] if self._roles else None
-        if fetcher is not None:
-            self._stop_role(fetcher, deadline)
-        drained = self._wait_idle(None if deadline is None else max(deadline - time.monotonic(), 0))
-        self._stop.set()
-        for role in self._roles:
-            self._stop_role(role, deadline)
-        if self._executor is not None:
-            self._executor.shutdown(wait=drained)
-        if fetcher is not None:
-            fetcher.blocking.close()  # type: ignore[attr-defined]
+        deadline = deadline_of(timeout)
+        engine = self._engine
+        if engine is not None:
+            engine.changed(self)            # the fetcher stops fetching for this queue
+        drained = self._wait_idle(remaining(deadline))
+        if engine is not None:
+            engine.remove(self, drained, deadline)
+        if self.group is not None:
+            self.group._left(self)
         if self._owns_connection and drained:
             self.connection.close()
         with self._cv:
@@ -406,17 +300,6 @@ class Worker:
             self._cv.notify_all()
         self._emit("closed")
         return drained
-
-    @staticmethod
-    def _stop_role(role: Role, deadline: Optional[float]) -> None:
-        """Join a role whose stop event is set, interrupting its blocking call; past the
-        deadline the (daemon) thread is left to end on its own."""
-        role.interrupt()
-        while not role.join(0.2):
-            if deadline is not None and time.monotonic() > deadline:
-                log.warning("worker role %s did not stop in time", role.name)
-                return
-            role.interrupt()
 
     def _wait_idle(self, timeout: Optional[float]) -> bool:
         with self._cv:
@@ -446,6 +329,7 @@ class Worker:
         timeout = wait_timeout(timeout)
         with self._cv:
             self._paused = True
+        self._tell_engine()
         if wait:
             self._wait_idle(timeout)
 
@@ -453,35 +337,69 @@ class Worker:
         with self._cv:
             self._paused = False
             self._cv.notify_all()
+        self._tell_engine()
 
     @property
     def is_paused(self) -> bool:
         return self._paused
 
-    # -- slots and dispatch (fetcher thread) -------------------------------
+    # -- slots and dispatch (the engine's fetcher thread) ------------------
+    @property
+    def _finisher(self) -> Any:
+        assert self._engine is not None
+        return self._engine.finisher
+
+    def _tell_engine(self) -> None:
+        engine = self._engine
+        if engine is not None:
+            engine.changed(self)
+
+    def _listening(self) -> bool:
+        """The engine waits on this queue's marker: it may take a job."""
+        return not self._stop_fetching() and not self._paused and self._free > 0
+
+    def _can_fetch(self) -> bool:
+        return self._listening()
+
     def _take_slots(self) -> int:
+        """Slots (and engine threads) for the jobs of one fetch; 0 when none may run."""
+        engine = self._engine
         with self._cv:
-            ready = self._cv.wait_for(
-                lambda: self._stop_fetching() or (self._free > 0 and not self._paused), timeout=1.0)
-            if not ready or self._stop_fetching():
+            if engine is None or not self._can_fetch():
                 return 0
-            taken, self._free = self._free, 0
+            taken = engine.take_threads(self._free)
+            self._free -= taken
             return taken
 
     def _stop_fetching(self) -> bool:
         return self._state != "running" or self._fetch_stop.is_set()
 
-    def _give_back_slots(self, count: int) -> None:
-        if count:
-            with self._cv:
-                self._free += count
-                self._cv.notify_all()
+    def _give_back_slots(self, count: int, tell: bool = True) -> None:
+        """``count`` slots (and their engine threads) are free again. The engine is told
+        (unless the fetcher itself gives them back) only when this makes a difference to
+        it: the worker had no free slot, or the engine no free thread."""
+        if not count:
+            return
+        engine = self._engine
+        with self._cv:
+            was_full = self._free == 0
+            self._free += count
+            starved = engine is not None and engine.give_threads(count)
+            self._cv.notify_all()
+        if tell and (was_full or starved):
+            self._tell_engine()
 
     def _move_to_active(self, count: int) -> "tuple[List[Job], int, int]":
+        return self._fetch_reply(self._run_hot_script("moveToActive", *self._fetch_call(count)))
+
+    def _fetch_call(self, count: int) -> "tuple[List[str], List[Any]]":
+        """Keys and arguments of the moveToActive call taking up to ``count`` jobs."""
         k = self.keys
-        jobs_raw, ttl, next_delayed = self._run_hot_script(
-            "moveToActive", [k.wait, k.active, k.marker],
-            [k.base, now_ms(), dumps(self._runner.fetch_opts(count)), count])
+        return ([k.wait, k.active, k.marker],
+                [k.base, now_ms(), dumps(self._runner.fetch_opts(count)), count])
+
+    def _fetch_reply(self, reply: Any) -> "tuple[List[Job], int, int]":
+        jobs_raw, ttl, next_delayed = reply
         jobs = [self._job_from_reply(f, i, t) for f, i, t in jobs_raw]
         return jobs, int(ttl), int(next_delayed)
 
@@ -506,10 +424,10 @@ class Worker:
         return job
 
     def _dispatch(self, job: Job) -> None:
-        assert self._executor is not None
+        assert self._engine is not None
         with self._cv:
             self._active[job.id] = job   # counted before the thread starts: close() waits for it
-        self._executor.submit(self._run, job)
+        self._engine.executor.submit(self._run, job)
 
     def _run(self, job: Optional[Job]) -> None:
         """Pool thread: run the handler; the outcome goes to the finisher, which keeps
@@ -529,8 +447,7 @@ class Worker:
             if outcome is None:
                 with self._cv:
                     self._forget(job)
-                    self._free += 1
-                    self._cv.notify_all()
+                self._give_back_slots(1)
                 return
             with self._cv:
                 alone = len(self._active) == 1
@@ -552,14 +469,11 @@ class Worker:
                 self._forget(outcome.job)
             for job in next_jobs:
                 self._active[job.id] = job
-            released = len(batch) - len(next_jobs)
-            if released:
-                self._free += released
-                self._cv.notify_all()
+        self._give_back_slots(len(batch) - len(next_jobs))
         kept = next_jobs.pop(0) if keep_one and next_jobs else None
-        assert self._executor is not None
+        assert self._engine is not None
         for job in next_jobs:
-            self._executor.submit(self._run, job)
+            self._engine.executor.submit(self._run, job)
         return kept
 
     def _set_finishing(self, batch: List[Outcome], finishing: bool) -> None:
@@ -575,14 +489,19 @@ class Worker:
     def _fetch_next_allowed(self) -> bool:
         return self._state == "running" and not self._paused and not self._fetch_stop.is_set()
 
-    # -- stalled checks (lock renewal: _locks.LockRenewer) ------------------
+    # -- stalled checks (lock renewal: _locks.LockRenewer; both run by the engine)
     def _check_stalled(self) -> None:
+        self._stalled_done(self.scripts.run(*self._stalled_call()))
+
+    def _stalled_call(self) -> "tuple[str, List[str], List[Any]]":
+        """The stalled check to send (the engine's checker sends many in one pipeline)."""
         k = self.keys
-        moved = self.scripts.run(
-            "moveStalledJobsToWait",
-            [k.stalled, k.wait, k.active, k.stalled_check, k.meta, k.paused, k.marker, k.events,
-             k.repeat],
-            [self.max_stalled_count, k.base, now_ms(), int(self.stalled_interval * 1000)])
+        return ("moveStalledJobsToWait",
+                [k.stalled, k.wait, k.active, k.stalled_check, k.meta, k.paused, k.marker,
+                 k.events, k.repeat],
+                [self.max_stalled_count, k.base, now_ms(), int(self.stalled_interval * 1000)])
+
+    def _stalled_done(self, moved: List[str]) -> None:
         for job_id in moved:
             log.info("worker %s: job %s stalled and went back to wait", self.name, job_id)
             self._emit("stalled", job_id)

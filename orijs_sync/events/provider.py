@@ -26,6 +26,7 @@ from .. import _validate as check
 from .._pools import deadline_of, remaining
 from .._util import Seconds, to_seconds
 from ..job import Job
+from ..worker_group import WorkerGroup
 from . import context
 from .completion_tracker import DEFAULT_TIMEOUT, CompletionTracker
 from .message import EVENT_JOB_NAME, EventMessage, validate_event_name
@@ -48,7 +49,9 @@ class BullMQEventProvider:
 
     Durations are seconds. ``default_timeout`` applies to ``emit`` calls that give no
     ``timeout`` (0 = wait forever). ``default_job_options`` / ``default_worker_options``
-    are the keyword options of :meth:`Queue.add` / :class:`Worker`.
+    are the keyword options of :meth:`Queue.add` / :class:`Worker`. Every subscription's
+    worker runs in one engine (``worker_group``, e.g. shared with a workflow provider;
+    else one made here): a thousand event types cost a few threads.
     """
 
     def __init__(self, connection: Any = None, default_timeout: Seconds = DEFAULT_TIMEOUT,
@@ -59,14 +62,16 @@ class BullMQEventProvider:
                  queue_manager: Optional[QueueManager] = None,
                  completion_tracker: Optional[CompletionTracker] = None,
                  scheduled_event_manager: Optional[ScheduledEventManager] = None,
-                 logger: Optional[logging.Logger] = None) -> None:
+                 logger: Optional[logging.Logger] = None,
+                 worker_group: Optional[WorkerGroup] = None) -> None:
         self.default_timeout: float = to_seconds(default_timeout, "default_timeout",
                                                 allow_none=False) or 0.0
         self._log = logger or log
         self.queue_manager = queue_manager or QueueManager(
             connection, queue_prefix=queue_prefix, prefix=prefix, metrics=metrics,
             default_job_options=default_job_options,
-            default_worker_options=default_worker_options, logger=logger)
+            default_worker_options=default_worker_options, logger=logger,
+            worker_group=worker_group)
         self.completion_tracker = completion_tracker or CompletionTracker(
             connection, default_timeout=self.default_timeout,
             prefix=self.queue_manager.prefix, logger=logger)

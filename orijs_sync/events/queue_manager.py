@@ -17,9 +17,11 @@ from .. import _fork, errors
 from .. import _validate as check
 from .. import options as job_options
 from .._pools import deadline_of, remaining
+from ..connection import as_connection
 from ..job import Job
 from ..queue import Queue
 from ..worker import Worker
+from ..worker_group import SharedGroup, WorkerGroup
 from .message import validate_event_name
 
 log = logging.getLogger(__name__)
@@ -70,7 +72,7 @@ def merge_job_options(retry: RetryOptions, defaults: Optional[Mapping[str, Any]]
 
 
 WORKER_OPTIONS = tuple(p.name for p in inspect.signature(Worker.__init__).parameters.values()
-                       if p.kind is p.KEYWORD_ONLY and p.name != "prefix")
+                       if p.kind is p.KEYWORD_ONLY and p.name not in ("prefix", "group"))
 
 
 def check_default_job_options(retry: RetryOptions,
@@ -95,7 +97,9 @@ def check_worker_options(options: Optional[Mapping[str, Any]]) -> Dict[str, Any]
 
 
 class QueueManager:
-    """Per-event-type queues and workers (``QueueClass``/``WorkerClass`` injectable)."""
+    """Per-event-type queues and workers (``QueueClass``/``WorkerClass`` injectable).
+    The workers share one engine (``worker_group``, else one made here): subscribing
+    to a thousand event types costs a few threads and connections, not thousands."""
 
     def __init__(self, connection: Any = None, *, queue_prefix: str = "event",
                  prefix: str = "bull", metrics: Optional[QueueMetrics] = None,
@@ -103,14 +107,18 @@ class QueueManager:
                  default_job_options: Optional[Mapping[str, Any]] = None,
                  default_worker_options: Optional[Mapping[str, Any]] = None,
                  queue_class: Type[Queue] = Queue, worker_class: Type[Worker] = Worker,
-                 logger: Optional[logging.Logger] = None) -> None:
+                 logger: Optional[logging.Logger] = None,
+                 worker_group: Optional[WorkerGroup] = None) -> None:
         self.queue_prefix = check.name(queue_prefix, "queue_prefix")
         self.prefix = check.string(prefix, "prefix")
         self.default_retry = default_retry or RetryOptions()
         self.default_job_options = check_default_job_options(self.default_retry,
                                                              default_job_options)
         self.default_worker_options = check_worker_options(default_worker_options)
-        self.connection = connection
+        # one RedisConnection (one pool) for every queue and worker, however many types
+        self.connection = as_connection(connection)
+        self._owns_connection = self.connection is not connection
+        self._group = SharedGroup(worker_group, self.connection, "events")
         self.metrics = metrics
         self._queue_class = queue_class
         self._worker_class = worker_class
@@ -174,10 +182,10 @@ class QueueManager:
                     f"{event_name!r} already has a subscriber in this provider")
             self._workers[event_name] = _PENDING
         try:
-            options = {"concurrency": DEFAULT_CONCURRENCY, **self.default_worker_options}
+            options = {"concurrency": DEFAULT_CONCURRENCY, **self.default_worker_options,
+                       **self._group.options(self._worker_class)}
             worker = self._worker_class(self.get_queue_name(event_name), handler,
-                                        connection=self.connection, prefix=self.prefix,
-                                        **options)
+                                        prefix=self.prefix, **options)
             worker.on("active", lambda job: self._job_started(event_name, job))
             worker.on("completed", lambda job, result: self._job_completed(event_name, job))
             worker.on("failed", lambda job, exc: self._job_failed(event_name, job, exc))
@@ -242,6 +250,9 @@ class QueueManager:
                 self._log.exception("closing queue %r failed", queue)
         with self._lock:
             self._started_at.clear()
+        self._group.close(timeout=remaining(deadline))
+        if self._owns_connection:
+            self.connection.close()
 
     def sizes(self) -> Dict[str, int]:
         with self._lock:

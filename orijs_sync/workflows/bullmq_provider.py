@@ -36,6 +36,7 @@ from ..flow_producer import FlowProducer
 from ..queue import Queue
 from ..queue_events import QueueEvent, QueueEvents
 from ..worker import Worker
+from ..worker_group import SharedGroup, WorkerGroup
 from ._base import MIN_STALL_INTERVAL, ProviderBase
 from ._bullmq_jobs import JobProcessor, read_failure
 from ._registry import FlowRegistry
@@ -58,7 +59,9 @@ class BullMQWorkflowProvider(ProviderBase):
     ``parallel_workers`` bounds the threads running parallel members and timed steps.
     ``logger`` and the ``*_class`` options are OriJS's injectables (the classes must be
     subclasses of ours). ``default_step_options`` are the step jobs' options (OriJS's defaults: 3 attempts,
-    exponential back-off from 1 s), under each workflow's and each step's own."""
+    exponential back-off from 1 s), under each workflow's and each step's own. All
+    the workflows' workers share one engine: ``worker_group`` (e.g. shared with an
+    event provider), else one made here."""
 
     def __init__(self, connection: ConnectionLike = None, queue_prefix: str = "workflow",
                  default_timeout: Seconds = 30.0, stall_interval: Seconds = 5.0,
@@ -71,7 +74,8 @@ class BullMQWorkflowProvider(ProviderBase):
                  logger: Optional[logging.Logger] = None,
                  queue_class: Type[Queue] = Queue, worker_class: Type[Worker] = Worker,
                  queue_events_class: Type[QueueEvents] = QueueEvents,
-                 flow_producer_class: Type[FlowProducer] = FlowProducer) -> None:
+                 flow_producer_class: Type[FlowProducer] = FlowProducer,
+                 worker_group: Optional[WorkerGroup] = None) -> None:
         self.flow_builder = FlowBuilder(queue_prefix)
         self._worker_class, self._queue_events_class = worker_class, queue_events_class
         super().__init__(name=queue_prefix, default_timeout=default_timeout,
@@ -85,6 +89,7 @@ class BullMQWorkflowProvider(ProviderBase):
         self.prefix = check.string(prefix, "prefix")
         self._connection = as_connection(connection)
         self._owns_connection = self._connection is not connection
+        self._group = SharedGroup(worker_group, self._connection, "workflows")
         self._producer = flow_producer_class(self._connection, prefix=prefix,
                                              queue_class=queue_class)
         self.flow_registry = FlowRegistry(self._connection.client, queue_prefix, logger)
@@ -118,7 +123,8 @@ class BullMQWorkflowProvider(ProviderBase):
                 self._events.add_queue(queue_name)
 
     def _start_workers(self, workflow_name: str) -> None:
-        options: Dict[str, Any] = dict(connection=self._connection, prefix=self.prefix,
+        options: Dict[str, Any] = dict(**self._group.options(self._worker_class),
+                                       prefix=self.prefix,
                                        concurrency=self._workflow_concurrency.get(
                                            workflow_name, self.concurrency),
                                        stalled_interval=self.stall_interval,
@@ -169,6 +175,7 @@ class BullMQWorkflowProvider(ProviderBase):
             events, self._events = self._events, None
         busy = _close_all([steps for steps, _ in workers], deadline)   # step workers first
         busy += _close_all([flows for _, flows in workers], deadline)
+        self._group.close(timeout=remaining(deadline))
         if events is not None:
             events.close()
         busy += shutdown_pools({"redis reads": self._aux}, deadline)   # they settle handles

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 
-from orijs_sync import Worker
+from orijs_sync import Worker, errors
 from orijs_sync.testing import orijs_threads, wait_until
 
 
@@ -43,3 +43,29 @@ def test_events_thread_survives_dropped_connections(queue, events, redis_url, qn
     drop_clients(r)
     queue.add("x", {})
     wait_until(lambda: len(seen) == 2, 15)
+
+
+def test_a_finishing_write_whose_reply_was_lost_counts_as_written(queue, redis_url, qname):
+    """Redis ran the write, then its reply was lost (Redis shut down before sending it):
+    the retry is refused (the job is no longer active), and must be seen as our own
+    write done, not as a lost lock with the job left unacknowledged."""
+    worker = Worker(qname, lambda job: {"ok": job.data["n"]}, connection=redis_url)
+    real = worker._run_hot_script
+    lost: list = []
+
+    def lose_first_reply(name, keys, args):
+        result = real(name, keys, args)
+        if name == "moveToFinished" and not lost:
+            lost.append(result)
+            raise errors.ConnectionError("the reply was lost (injected after the write)")
+        return result
+    worker._run_hot_script = lose_first_reply      # type: ignore[method-assign]
+    completed: list = []
+    problems: list = []
+    worker.on("completed", lambda job, result: completed.append((job.id, result)))
+    worker.on("error", problems.append)
+    with worker:
+        job = queue.add("x", {"n": 1})
+        wait_until(lambda: completed == [(job.id, {"ok": 1})], 20)
+    assert lost and problems == []
+    assert queue.get_job(job.id).returnvalue == {"ok": 1}

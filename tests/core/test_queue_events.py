@@ -23,6 +23,29 @@ def test_one_thread_watches_many_queues(redis_url, namespace):
     assert orijs_threads() == []
 
 
+def test_many_streams_are_shared_out_over_a_few_threads(redis_url, namespace, r):
+    from orijs_sync.queue_events import SHARD_SIZE
+    names = [f"sh{i}-{namespace}" for i in range(SHARD_SIZE * 3 + 5)]
+    seen = []
+    with QueueEvents(names[:-1], connection=redis_url) as ev:
+        ev.on("completed", lambda job_id, value: seen.append(job_id))
+        ev.add_queue(names[-1])                    # after start: read at once
+        assert len(orijs_threads()) == 4           # one per SHARD_SIZE streams
+        picked = names[::SHARD_SIZE // 2] + [names[-1]]
+        for name in picked:                        # a stream of every shard
+            r.xadd(f"bull:{name}:events", {"event": "completed", "jobId": name,
+                                           "returnvalue": "1"})
+        wait_until(lambda: sorted(seen) == sorted(picked), 20)
+        ev.remove_queue(names[0])
+        r.xadd(f"bull:{names[0]}:events", {"event": "completed", "jobId": "gone",
+                                           "returnvalue": "1"})
+        r.xadd(f"bull:{names[1]}:events", {"event": "completed", "jobId": "kept",
+                                           "returnvalue": "1"})
+        wait_until(lambda: "kept" in seen, 20)
+        assert "gone" not in seen
+    assert orijs_threads() == []
+
+
 def test_listeners_get_job_id_and_value(queue, events, redis_url, qname):
     got = {}
     events.on("completed", lambda job_id, value: got.setdefault("completed", (job_id, value)))
@@ -189,3 +212,20 @@ def test_remove_queue_and_off_stop_deliveries(redis_url, namespace):
         wait_until(lambda: raw.count(kept) >= 4)          # the marker's events came through
         assert raw.count(dropped) == before_dropped and len(added) == before_added
         assert marker.id not in added
+
+
+def test_a_wait_for_a_job_removed_on_completion_before_its_event_is_read(
+        queue, redis_url, qname):
+    """The job finished and was removed before the wait began, and the events thread
+    has not read its outcome yet: the outcome, read later, settles the wait."""
+    events = QueueEvents(qname, connection=redis_url, autorun=False)   # reads nothing yet
+    try:
+        job = queue.add("x", {"n": 7}, remove_on_complete=True)
+        with Worker(qname, lambda j: j.data["n"] * 6, connection=redis_url):
+            wait_until(lambda: queue.get_job(job.id) is None, 20)       # done and removed
+        future = events.job_future(queue, job.id)
+        assert not future.done()
+        events.start()                                  # reads the stream from before the add
+        assert future.result(timeout=10) == 42
+    finally:
+        events.close()

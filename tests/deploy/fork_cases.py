@@ -11,7 +11,7 @@ from typing import Any, Dict, Optional
 
 import redis
 
-from orijs_sync import FlowProducer, Queue, QueueEvents, Worker, errors
+from orijs_sync import FlowProducer, Queue, QueueEvents, Worker, WorkerGroup, errors
 from orijs_sync.connection import BlockingClient, RedisConnection
 from orijs_sync.events import BullMQEventProvider
 from orijs_sync.testing import wait_until
@@ -67,6 +67,28 @@ def worker_child(worker: Optional[Worker], queue: Queue, own_queue: str) -> Dict
         job = own.add("own", {})
         out["own"] = events.wait_for_job(own, job.id, timeout=20)
         assert mine.is_running
+    events.close()
+    return out
+
+
+def group_child(group: Optional[WorkerGroup], worker: Optional[Worker], queue: Queue,
+                own_queue: str) -> Dict[str, Any]:
+    """The parent's group and its worker (fork modes): the worker copy is inert; a new
+    Worker of the same group runs here, on a new engine of this process."""
+    out: Dict[str, Any] = {}
+    if worker is not None:
+        out["is_running"] = worker.is_running
+        out["closed"] = worker.close(timeout=10)
+        time.sleep(1.0)     # a copy that fetched would take "second" now
+        out["second_state"] = queue.get_job_state("second")
+    group = group or WorkerGroup(queue.connection)
+    own = Queue(own_queue, queue.connection)
+    events = QueueEvents(own_queue, queue.connection)
+    mine = Worker(own_queue, pid_handler, group=group, drain_delay=1).start()
+    job = own.add("own", {})
+    out["own"] = events.wait_for_job(own, job.id, timeout=20)
+    out["group_closed"] = group.close(timeout=10)
+    out["mine_running"] = mine.is_running
     events.close()
     return out
 

@@ -12,7 +12,7 @@ import redis
 
 import fork_cases
 from forking import MODES, run_in_child
-from orijs_sync import FlowProducer, Queue, QueueEvents, Worker
+from orijs_sync import FlowProducer, Queue, QueueEvents, Worker, WorkerGroup
 from orijs_sync._timer import Timer
 from orijs_sync.connection import RedisConnection
 from orijs_sync.testing import wait_until
@@ -63,41 +63,82 @@ def test_blocking_client(mode, redis_url, namespace, r):
     conn.close()
 
 
+class HeldJobs:
+    """A queue whose job "first" the parent's worker holds active (its handler waits for
+    the gate) while job "second" waits behind it."""
+
+    def __init__(self, qname: str, redis_url: str) -> None:
+        self.queue = Queue(qname, redis_url)
+        self.events = QueueEvents(qname, redis_url)
+        self.gate = threading.Event()
+
+    def handler(self, job):
+        if job.name == "hold":
+            assert self.gate.wait(60)
+        return {"pid": os.getpid(), "name": job.name}
+
+    def fill(self) -> None:
+        self.queue.add("hold", {}, job_id="first")
+        wait_until(lambda: self.queue.get_job_state("first") == "active", 20, "first active")
+        self.queue.add("second", {}, job_id="second")
+
+    def assert_the_parent_ran_both(self) -> None:
+        self.gate.set()
+        for job_id in ("first", "second"):
+            assert self.events.wait_for_job(self.queue, job_id, timeout=20)["pid"] == os.getpid()
+
+    def close(self) -> None:
+        self.gate.set()
+        self.events.close()
+        self.queue.close()
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_worker_started_in_the_parent_is_inert_in_the_child(mode, redis_url, qname):
     """A forked child of a running worker: the copy does not run (start() refuses with
     a clear error), takes no job, renews nothing; close() is quick. A new Worker made
     in the child runs as its own."""
-    queue = Queue(qname, redis_url)
-    events = QueueEvents(qname, redis_url)
-    gate = threading.Event()
-
-    def handler(job):
-        if job.name == "hold":
-            assert gate.wait(60)
-        return {"pid": os.getpid(), "name": job.name}
-
-    worker = Worker(qname, handler, redis_url, drain_delay=1, lock_duration=2).start()
+    held = HeldJobs(qname, redis_url)
+    worker = Worker(qname, held.handler, redis_url, drain_delay=1, lock_duration=2).start()
     try:
-        queue.add("hold", {}, job_id="first")
-        wait_until(lambda: queue.get_job_state("first") == "active", 20, "first active")
-        queue.add("second", {}, job_id="second")
+        held.fill()
         out = run_in_child(mode, fork_cases.worker_child,
-                           None if mode == "spawn" else worker, queue, f"{qname}-own")
+                           None if mode == "spawn" else worker, held.queue, f"{qname}-own")
         assert out["own"]["name"] == "own" and out["own"]["pid"] != os.getpid()
         if mode != "spawn":
             assert out["is_running"] is False
             assert "create a new Worker" in out["start"] and str(os.getpid()) in out["start"]
             assert out["closed"] is True and out["close_seconds"] < 5
             assert out["second_state"] == "waiting"
-        gate.set()
-        for job_id in ("first", "second"):
-            assert events.wait_for_job(queue, job_id, timeout=20)["pid"] == os.getpid()
+        held.assert_the_parent_ran_both()
     finally:
-        gate.set()
+        held.gate.set()
         worker.close(timeout=10)
-        events.close()
-        queue.close()
+        held.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_worker_group_started_in_the_parent(mode, redis_url, qname):
+    """A child of a process running a WorkerGroup: the parent's Workers are inert there;
+    a Worker the child adds to the same group runs on an engine of the child's own."""
+    held = HeldJobs(qname, redis_url)
+    group = WorkerGroup(held.queue.connection)
+    worker = Worker(qname, held.handler, group=group, drain_delay=1, lock_duration=2).start()
+    try:
+        held.fill()
+        forked = mode != "spawn"
+        out = run_in_child(mode, fork_cases.group_child, group if forked else None,
+                           worker if forked else None, held.queue, f"{qname}-own")
+        assert out["own"]["name"] == "own" and out["own"]["pid"] != os.getpid()
+        assert out["group_closed"] is True and out["mine_running"] is False
+        if forked:
+            assert out["is_running"] is False and out["closed"] is True
+            assert out["second_state"] == "waiting"
+        held.assert_the_parent_ran_both()
+    finally:
+        held.gate.set()
+        group.close(timeout=10)
+        held.close()
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -1,0 +1,328 @@
+"""The threads of a worker engine (see ``_engine``): the fetcher, the finisher and
+the per-queue periodic roles (lock renewal, stalled checks). Each is a ``Role``: one
+``loop()`` step, stopped by the engine's stop event.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+
+from redis.exceptions import RedisError
+
+from . import errors
+from ._processing import Outcome
+from ._roles import Role
+from .connection import translate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._engine import Engine
+    from .job import Job
+    from .worker import Worker
+
+log = logging.getLogger(__name__)
+
+IDLE_WAIT = 1.0                 # longest sleep of a periodic role with nothing due
+Call = Tuple[str, List[str], List[Any]]     # a script's name, keys and arguments
+
+
+class Fetcher(Role):
+    """Moves jobs to active for the queues that may have some; when none may, blocks
+    in one ``BZPOPMIN`` over the markers of the queues waiting for jobs and the
+    engine's wake key (a change of the engine's state pushes to that key, so a wake
+    sent before the block reaches Redis is never lost)."""
+
+    name = "fetcher"
+
+    def __init__(self, engine: "Engine") -> None:
+        super().__init__(engine._stop)
+        self.e = engine
+        self.blocking = engine.connection.blocking_client(engine.longest_block,
+                                                          engine.client_name)
+        try:   # connect now: a named connection lists the worker (getWorkers) at once
+            self.blocking.client.ping()
+        except errors.OrijsError:
+            log.debug("engine %s: blocking connection not opened yet", engine.label)
+
+    def loop(self) -> None:
+        due = self.e.take_due()
+        if not due:
+            self._block()
+            return
+        takes: List[Tuple["Worker", int]] = []
+        for w in due:
+            taken = w._take_slots()
+            if taken:
+                takes.append((w, taken))
+        if len(takes) == 1:
+            w, taken = takes[0]
+            try:
+                reply = w._move_to_active(taken)
+            except BaseException:
+                self._failed(w, taken)
+                raise
+            self._took(w, taken, *reply)
+        elif takes:
+            self._fetch_many(takes)
+
+    def _fetch_many(self, takes: List[Tuple["Worker", int]]) -> None:
+        """One pipelined round trip takes jobs for many queues (e.g. those whose
+        markers fired together)."""
+        pipe = self.e.connection.client.pipeline(transaction=False)
+        for w, taken in takes:
+            keys, args = w._fetch_call(taken)
+            w.scripts.run("moveToActive", keys, args, client=pipe)
+        try:
+            replies = pipe.execute(raise_on_error=False)
+        except BaseException:
+            for w, taken in takes:
+                self._failed(w, taken)
+            raise
+        for (w, taken), reply in zip(takes, replies):
+            try:
+                if isinstance(reply, Exception):
+                    raise reply
+                self._took(w, taken, *w._fetch_reply(reply))
+            except Exception as exc:  # noqa: BLE001 - this queue's error; the others go on
+                self._failed(w, taken)
+                log.warning("worker %s: taking jobs failed: %s", w.name, exc)
+                w._emit("error", exc)
+
+    def _failed(self, w: "Worker", taken: int) -> None:
+        """Never lose a slot: the queue is looked at again after a short pause."""
+        w._give_back_slots(taken, tell=False)
+        self.e.set_due(w, time.monotonic() + 0.1)
+
+    def _took(self, w: "Worker", taken: int, jobs: List["Job"], ttl: int,
+              next_delayed: int) -> None:
+        w._give_back_slots(taken - len(jobs), tell=False)   # fetched() looks at it next
+        for job in jobs:
+            w._dispatch(job)
+        self.e.fetched(w, bool(jobs), ttl, next_delayed)
+        if jobs:
+            w._drained = False
+        elif not w._drained and not ttl:
+            w._drained = True
+            w._emit("drained")
+
+    def _block(self) -> None:
+        markers, timeout = self.e.start_block()
+        if not markers:
+            self.e.end_block(None)
+            self.e.idle_wait(timeout)
+            return
+        if timeout <= 0.001:
+            self.e.end_block(None)
+            return
+        popped = pop_marker(self.blocking, markers, self.e.wake_key_of(None), timeout,
+                            lambda: self.e.end_block(None))
+        if popped is not None:
+            self.e.marker_fired(popped)
+
+    def interrupt(self) -> None:
+        self.blocking.interrupt()
+
+
+def pop_marker(blocking: Any, markers: List[str], wake_key: str, timeout: float,
+               unblocked: Callable[[], None]) -> Optional[str]:
+    """One ``BZPOPMIN`` over the markers and the wake key: the marker popped (None for
+    the wake key, a timeout or an interrupt). ``unblocked()`` runs once it returns."""
+    try:
+        popped = blocking.client.bzpopmin(markers + [wake_key], timeout=max(timeout, 0.01))
+    except Exception:
+        if blocking.take_interrupt():
+            return None             # interrupted (stopping): the loop looks again
+        raise
+    finally:
+        unblocked()
+    if popped and str(popped[0]) != wake_key:
+        return str(popped[0])
+    return None
+
+
+class MarkerWatcher(Role):
+    """Blocks on the markers of one shard past the fetcher's; a marker popped makes
+    its queues due and wakes the fetcher."""
+
+    name = "marker-watcher"
+
+    def __init__(self, engine: "Engine", shard: int) -> None:
+        super().__init__(engine._stop)
+        self.e = engine
+        self.shard = shard
+        self.name = f"marker-watcher-{shard}"
+        self.blocking = engine.connection.blocking_client(engine.longest_block,
+                                                          engine.client_name)
+
+    def loop(self) -> None:
+        markers = self.e.start_watch(self.shard)
+        if not markers:
+            self.e.end_block(self.shard)
+            self.e.idle_watch(self.shard)
+            return
+        popped = pop_marker(self.blocking, markers, self.e.wake_key_of(self.shard),
+                            self.e.longest_block, lambda: self.e.end_block(self.shard))
+        if popped is not None:
+            self.e.marker_fired(popped)
+
+    def interrupt(self) -> None:
+        self.blocking.interrupt()
+
+
+class Finisher(Role):
+    """Writes finished jobs' outcomes many per script call (one call per queue), and
+    hands the next jobs that call took to the pool. Outcomes wait here, never in a
+    handler thread."""
+
+    name = "finisher"
+    max_batch = 100
+
+    def __init__(self, engine: "Engine") -> None:
+        super().__init__(engine._stop)
+        self._cv = threading.Condition()     # guards _pending and _busy
+        self._pending: List[Outcome] = []
+        self._busy: Dict[int, int] = {}      # writes under way (here or inline), by worker
+
+    def submit(self, outcome: Outcome, alone: bool) -> bool:
+        """Queue an outcome; returns False (queuing nothing) when the job is ``alone``
+        (its worker's only one) and nothing of its worker is being written or waits
+        here: the caller then writes it itself, saving a thread hop when jobs come
+        one at a time."""
+        key = id(outcome.job._worker)
+        with self._cv:
+            if alone and not self._busy.get(key) and not any(
+                    id(o.job._worker) == key for o in self._pending):
+                return False
+            self._pending.append(outcome)
+            self._cv.notify()
+            return True
+
+    def forget(self, worker: "Worker") -> None:
+        """Drop the outcomes of a worker that closed without waiting for them: their
+        jobs stall and are taken over, as with a worker that stopped."""
+        with self._cv:
+            self._pending = [o for o in self._pending if o.job._worker is not worker]
+
+    def loop(self) -> None:
+        with self._cv:
+            if not self._pending:
+                self._cv.wait(0.5)
+            batch = self._pending[:self.max_batch]
+            del self._pending[:len(batch)]
+        groups: Dict[int, List[Outcome]] = {}
+        for outcome in batch:
+            groups.setdefault(id(outcome.job._worker), []).append(outcome)
+        failure: Optional[BaseException] = None
+        for group in groups.values():
+            try:
+                self.write(group)
+            except Exception as exc:  # noqa: BLE001 - kept; the other queues are written
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
+    def write(self, batch: List[Outcome], keep_one: bool = False) -> Optional["Job"]:
+        """Write one worker's batch and hand its slots on (finisher thread, or a pool
+        thread inline). With ``keep_one``, the first next job is returned for the
+        caller to run itself."""
+        w: Any = batch[0].job._worker
+        with self._cv:
+            self._busy[id(w)] = self._busy.get(id(w), 0) + 1
+        w._set_finishing(batch, True)   # the renewer keeps their locks while this retries
+        try:
+            fetch = len(batch) if w._fetch_next_allowed() else 0
+            next_jobs = w._runner.finish(batch, fetch)
+        except Exception:
+            w._set_finishing(batch, False)
+            with self._cv:       # keep them: written on the next try (the role backs off)
+                self._pending[:0] = batch
+                self._cv.notify()
+            raise
+        finally:
+            with self._cv:
+                self._busy[id(w)] -= 1
+                if not self._busy[id(w)]:
+                    del self._busy[id(w)]
+        return w._after_finish(batch, next_jobs, keep_one)  # type: ignore[no-any-return]
+
+    def interrupt(self) -> None:
+        with self._cv:
+            self._cv.notify_all()
+
+
+class PerQueue(Role):
+    """Runs a periodic script for each worker of the engine when it is due (lock
+    renewal, stalled checks), those due together in one pipelined round trip: each
+    queue keeps its own pacing."""
+
+    def __init__(self, engine: "Engine", name: str, stalled: bool) -> None:
+        super().__init__(engine._stop)
+        self.e = engine
+        self.name = name
+        self.stalled = stalled
+        self._due: Dict[int, float] = {}     # this thread's own: worker id -> monotonic
+
+    def loop(self) -> None:
+        now = time.monotonic()
+        workers = self.e.workers()
+        live = {id(w) for w in workers}
+        self._due = {k: v for k, v in self._due.items() if k in live}
+        due = [w for w in workers if self._due.get(id(w), 0.0) <= now]
+        for w, delay in self._batch(due):
+            self._due[id(w)] = time.monotonic() + delay
+        nxt = min(self._due.values(), default=now + IDLE_WAIT)
+        self.e.wait_membership_change(min(max(nxt - time.monotonic(), 0.0), IDLE_WAIT))
+
+    def _batch(self, due: List["Worker"]) -> List[Tuple["Worker", float]]:
+        """Send the calls of the due workers; each one's delay until it is due again."""
+        delays: List[Tuple["Worker", float]] = []
+        calls: List[Tuple["Worker", Call]] = []
+        for w in due:
+            call = self._call(w)
+            if call is None:
+                delays.append((w, self._done(w, [])))
+            else:
+                calls.append((w, call))
+        for (w, _), reply in zip(calls, self._send(calls)):
+            delays.append((w, self._done(w, reply)))
+        return delays
+
+    def _send(self, calls: List[Tuple["Worker", Call]]) -> List[Any]:
+        """The replies (or errors) of the calls: one pipelined round trip for many."""
+        if len(calls) == 1:
+            w, call = calls[0]
+            try:
+                return [w.scripts.run(*call)]
+            except Exception as exc:  # noqa: BLE001 - that queue's error, handled per queue
+                return [exc]
+        if not calls:
+            return []
+        connection = self.e.connection
+        pipe = connection.client.pipeline(transaction=False)
+        for w, (name, keys, args) in calls:
+            w.scripts.run(name, keys, args, client=pipe)
+        try:
+            replies = pipe.execute(raise_on_error=False)
+        except Exception as exc:  # noqa: BLE001 - Redis unreachable: every call failed
+            return [exc] * len(calls)
+        return [translate(r, connection.address) if isinstance(r, RedisError) else r
+                for r in replies]
+
+    def _call(self, w: "Worker") -> Optional[Call]:
+        if not self.stalled:
+            return w._renewer.call()
+        return None if w.skip_stalled_check else w._stalled_call()
+
+    def _done(self, w: "Worker", reply: Any) -> float:
+        """Handle one worker's reply; the seconds until it is due again."""
+        if not self.stalled:
+            return w._renewer.done(reply)
+        if w.skip_stalled_check:
+            return 3600.0
+        if isinstance(reply, BaseException):
+            log.warning("worker %s: stalled check failed: %s", w.name, reply)
+            w._emit("error", reply)
+            return min(w.stalled_interval, w.max_reconnect_delay)
+        w._stalled_done(reply)
+        return w.stalled_interval

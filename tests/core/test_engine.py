@@ -1,0 +1,397 @@
+"""Many queues in one engine: the Workers of a WorkerGroup share the fetcher,
+finisher, lock renewer, stalled checker and handler pool, while each queue keeps its
+own concurrency, rate limit, pause and stalled recovery."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Dict, Iterator, List
+
+import pytest
+
+from orijs_sync import Queue, Worker, WorkerGroup, errors
+from orijs_sync.connection import RedisConnection
+from orijs_sync.testing import wait_until
+
+
+@pytest.fixture
+def conn(redis_url: str) -> Iterator[RedisConnection]:
+    c = RedisConnection(redis_url)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def group(conn: RedisConnection) -> Iterator[WorkerGroup]:
+    g = WorkerGroup(conn)
+    yield g
+    g.close()
+
+
+def engine_threads() -> List[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("orijs-")]
+
+
+class Gauge:
+    """Jobs running at once, per queue, and the most seen."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now: Dict[str, int] = {}
+        self.most: Dict[str, int] = {}
+        self.release = threading.Event()
+
+    def handler(self, name: str):
+        def run(job):
+            with self.lock:
+                self.now[name] = self.now.get(name, 0) + 1
+                self.most[name] = max(self.most.get(name, 0), self.now[name])
+            self.release.wait(30)
+            with self.lock:
+                self.now[name] -= 1
+            return job.id
+        return run
+
+
+def test_the_workers_of_a_group_share_one_set_of_threads(conn, group, namespace):
+    before = set(engine_threads())
+    names = [f"share-{namespace}-{i}" for i in range(30)]
+    workers = [Worker(n, lambda job: job.data["i"], group=group).start() for n in names]
+    try:
+        roles = [t for t in engine_threads() if t not in before]
+        assert sorted(roles) == ["orijs-fetcher-group", "orijs-finisher-group",
+                                 "orijs-lock-renewer-group", "orijs-stalled-checker-group"]
+        queues = [Queue(n, connection=conn) for n in names]
+        for i, q in enumerate(queues):
+            q.add("x", {"i": i})
+        wait_until(lambda: all(q.get_job_counts("completed")["completed"] == 1 for q in queues),
+                   30)
+        assert [q.get_jobs("completed")[0].returnvalue for q in queues] == list(range(30))
+    finally:
+        for w in workers:
+            w.close()
+    wait_until(lambda: not [t for t in engine_threads() if t not in before], 10)
+
+
+def test_each_queue_keeps_its_own_concurrency(conn, group, namespace):
+    gauge = Gauge()
+    limits = {f"conc-{namespace}-a": 2, f"conc-{namespace}-b": 5}
+    workers = [Worker(n, gauge.handler(n), group=group, concurrency=c).start()
+               for n, c in limits.items()]
+    try:
+        for n in limits:
+            Queue(n, connection=conn).add_bulk([{"name": "x", "data": {}} for _ in range(8)])
+        wait_until(lambda: gauge.now == limits, 30)
+        time.sleep(0.5)        # give an overrun a chance to show
+        assert gauge.most == limits
+        gauge.release.set()
+        for n in limits:
+            wait_until(lambda n=n: Queue(n, connection=conn).get_job_counts(
+                "completed")["completed"] == 8, 30)
+        assert gauge.most == limits
+    finally:
+        gauge.release.set()
+        for w in workers:
+            w.close()
+
+
+def test_a_rate_limit_on_one_queue_does_not_slow_another(conn, group, namespace):
+    slow, fast = f"rl-{namespace}-slow", f"rl-{namespace}-fast"
+    done: Dict[str, int] = {slow: 0, fast: 0}
+
+    def count(name):
+        def run(job):
+            done[name] += 1
+        return run
+    workers = [Worker(slow, count(slow), group=group, concurrency=5,
+                      limiter={"max": 1, "duration": 60}).start(),
+               Worker(fast, count(fast), group=group, concurrency=5).start()]
+    try:
+        Queue(slow, connection=conn).add_bulk([{"name": "x", "data": {}} for _ in range(5)])
+        wait_until(lambda: done[slow] == 1, 20)
+        Queue(fast, connection=conn).add_bulk([{"name": "x", "data": {}} for _ in range(50)])
+        wait_until(lambda: done[fast] == 50, 30)
+        assert done[slow] == 1          # still limited: one per minute
+        assert Queue(slow, connection=conn).get_job_counts("waiting")["waiting"] == 4
+    finally:
+        for w in workers:
+            w.close()
+
+
+def test_pausing_one_queue_leaves_the_others_running(conn, group, namespace):
+    names = [f"pause-{namespace}-{i}" for i in range(3)]
+    done: Dict[str, int] = {n: 0 for n in names}
+
+    def count(name):
+        def run(job):
+            done[name] += 1
+        return run
+    workers = {n: Worker(n, count(n), group=group, drain_delay=600).start() for n in names}
+    queues = {n: Queue(n, connection=conn) for n in names}
+    try:
+        queues[names[0]].pause()                 # the whole queue (BullMQ's pause)
+        workers[names[1]].pause()                # this worker only
+        for q in queues.values():
+            q.add("x", {})
+        wait_until(lambda: done[names[2]] == 1, 20)
+        time.sleep(0.5)
+        assert done[names[0]] == done[names[1]] == 0
+        queues[names[0]].resume()
+        workers[names[1]].resume()
+        wait_until(lambda: done[names[0]] == 1 and done[names[1]] == 1, 20)
+    finally:
+        for w in workers.values():
+            w.close()
+
+
+def test_queues_join_and_leave_a_running_engine_without_waiting_a_block(conn, group, namespace):
+    # drain_delay=600: without an interrupt of the block, a new queue would wait 10 min
+    first = Worker(f"join-{namespace}-a", lambda j: "a", group=group, drain_delay=600).start()
+    later = f"join-{namespace}-b"
+    try:
+        time.sleep(0.5)                           # the fetcher blocks on a's marker now
+        second = Worker(later, lambda j: "b", group=group, drain_delay=600).start()
+        time.sleep(0.5)                           # b's first fetch found nothing: it waits
+        Queue(later, connection=conn).add("x", {})
+        wait_until(lambda: Queue(later, connection=conn).get_job_counts(
+            "completed")["completed"] == 1, 20)
+        first.close()                             # a leaves; b still served
+        Queue(later, connection=conn).add("x", {})
+        wait_until(lambda: Queue(later, connection=conn).get_job_counts(
+            "completed")["completed"] == 2, 20)
+        second.close()
+    finally:
+        first.close()
+
+
+def test_stalled_jobs_are_recovered_per_queue(conn, group, redis_url, namespace):
+    names = [f"stall-{namespace}-{i}" for i in range(3)]
+    for n in names:                   # a "crashed" worker took a job of each queue
+        Queue(n, connection=conn).add("x", {})
+        taker = Worker(n, lambda j: None, connection=redis_url, lock_duration=0.2)
+        assert len(taker._move_to_active(1)[0]) == 1
+    time.sleep(0.3)                   # their locks expire
+    stalled: List[str] = []
+    workers = []
+    for n in names:
+        w = Worker(n, lambda j: "rescued", group=group, stalled_interval=0.3)
+        w.on("stalled", lambda job_id, n=n: stalled.append(n))
+        workers.append(w.start())
+    try:
+        for n in names:
+            wait_until(lambda n=n: Queue(n, connection=conn).get_job_counts(
+                "completed")["completed"] == 1, 30)
+        assert sorted(stalled) == sorted(names)
+    finally:
+        for w in workers:
+            w.close()
+
+
+MANY = """
+import sys, time
+from orijs_sync import Worker, WorkerGroup
+group = WorkerGroup({url!r})
+def handler(job):
+    open(sys.argv[1], "a").write(f"start {{job.queue.name}}\\n")
+    time.sleep(60)
+for name in {names!r}:
+    Worker(name, handler, group=group, lock_duration=1.0, stalled_interval=0.5).start()
+time.sleep(120)
+"""
+
+
+def test_kill_9_of_a_process_serving_many_queues_recovers_every_queue(
+        conn, redis_url, namespace, tmp_path):
+    names = [f"k9-{namespace}-{i}" for i in range(12)]
+    for n in names:
+        Queue(n, connection=conn).add_bulk([{"name": "x", "data": {}} for _ in range(2)])
+    log = tmp_path / "log.txt"
+    script = tmp_path / "many.py"
+    script.write_text(MANY.format(url=redis_url, names=names))
+    proc = subprocess.Popen([sys.executable, str(script), str(log)])
+    try:
+        wait_until(lambda: log.exists() and log.read_text().count("start") == len(names), 60)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert all(Queue(n, connection=conn).get_job_counts("active")["active"] == 1
+               for n in names)
+    workers = [Worker(n, lambda j: "rescued", connection=conn, stalled_interval=0.5,
+                      lock_duration=1.0, concurrency=2).start() for n in names]
+    try:
+        for n in names:
+            wait_until(lambda n=n: Queue(n, connection=conn).get_job_counts(
+                "completed")["completed"] == 2, 60)
+    finally:
+        for w in workers:
+            w.close()
+
+
+def test_max_threads_bounds_the_jobs_running_at_once_over_all_queues(conn, namespace):
+    gauge = Gauge()
+    names = [f"cap-{namespace}-{i}" for i in range(3)]
+    with WorkerGroup(conn, max_threads=4) as capped:
+        for n in names:
+            Worker(n, gauge.handler(n), group=capped, concurrency=5).start()
+        queues = [Queue(n, connection=conn) for n in names]
+        for q in queues:
+            q.add_bulk([{"name": "x", "data": {}} for _ in range(5)])
+        wait_until(lambda: sum(gauge.now.values()) == 4, 30)
+        time.sleep(0.5)                          # give an overrun a chance to show
+        assert sum(gauge.now.values()) == 4
+        # no job is taken (locked in active) without a thread to run it
+        assert sum(q.get_job_counts("active")["active"] for q in queues) == 4
+        gauge.release.set()
+        for q in queues:
+            wait_until(lambda q=q: q.get_job_counts("completed")["completed"] == 5, 30)
+    assert sum(gauge.most.values()) >= 4 and max(gauge.most.values()) <= 4
+
+
+def test_a_wake_sent_before_the_block_reaches_redis_is_not_lost(conn, namespace, r):
+    """The fetcher chose its markers and is about to send BZPOPMIN when a queue becomes
+    fetchable: the wake must still end that block at once (a socket interrupt sent
+    then finds no blocked call and is lost until the block times out)."""
+    with WorkerGroup(conn) as g:
+        idle = Worker(f"wake-{namespace}-idle", lambda j: None, group=g, drain_delay=600)
+        idle.start()
+        late = Worker(f"wake-{namespace}-late", lambda j: "ran", group=g, drain_delay=600)
+        late.start()
+        late.pause(wait=False)
+        Queue(late.name, connection=conn).add("x", {})
+        engine = idle._engine
+        assert engine is not None and engine is late._engine
+        pool = engine._fetcher.blocking.client.connection_pool
+        for connection in pool._available_connections + list(pool._in_use_connections):
+            connection.socket_timeout = 700.0    # its socket waits as long
+            if connection._sock is not None:
+                connection._sock.settimeout(700.0)
+        # settled: blocked on idle's marker (its block ends within the group's 5 s), no
+        # wake left over from the joins and the pause
+        wait_until(lambda: engine._fetch_blocked and not r.exists(engine.wake_key), 20)
+        armed = threading.Event()
+        armed.set()
+        start_block = engine.start_block
+
+        def hooked():
+            engine.longest_block = 600.0         # a lost wake would block that long
+            markers, timeout = start_block()
+            if markers and armed.is_set():       # chosen, not yet sent: wake now
+                armed.clear()
+                late.resume()
+            return markers, timeout
+        engine.start_block = hooked              # type: ignore[method-assign]
+        wait_until(lambda: not armed.is_set(), 20)
+        wait_until(lambda: Queue(late.name, connection=conn).get_job_counts(
+            "completed")["completed"] == 1, 30)
+
+
+def test_a_group_refuses_bad_arguments_and_workers_after_close(conn, redis_url, namespace):
+    with pytest.raises(errors.InvalidArgumentType):
+        WorkerGroup(conn, max_threads="8")        # type: ignore[arg-type]
+    with pytest.raises(errors.InvalidArgument):
+        WorkerGroup(conn, max_threads=0)
+    g = WorkerGroup(conn)
+    with pytest.raises(errors.InvalidArgument, match="group's connection"):
+        Worker(f"bad-{namespace}", lambda j: None, group=g, connection=redis_url)
+    g.close()
+    late = Worker(f"late-{namespace}", lambda j: None, group=g)
+    with pytest.raises(errors.ShutdownError):
+        late.start()
+    assert not late.is_running
+    assert Queue(late.name, connection=conn).get_job_counts("active")["active"] == 0
+
+
+def test_closing_the_group_closes_its_workers_and_joins_its_threads(conn, namespace):
+    before = set(engine_threads())
+    g = WorkerGroup(conn)
+    workers = [Worker(f"gclose-{namespace}-{i}", lambda j: "ok", group=g).start()
+               for i in range(5)]
+    assert g.workers == workers
+    assert g.close(timeout=10) is True
+    assert all(not w.is_running for w in workers) and g.workers == []
+    assert not [t for t in engine_threads() if t not in before]
+
+
+def test_a_worker_alone_keeps_its_own_named_threads(conn, namespace):
+    before = set(engine_threads())
+    name = f"alone-{namespace}"
+    with Worker(name, lambda j: "ok", connection=conn, concurrency=3):
+        roles = sorted(t for t in engine_threads() if t not in before)
+        assert roles == [f"orijs-{r}-{name}" for r in
+                         ("fetcher", "finisher", "lock-renewer", "stalled-checker")]
+    assert not [t for t in engine_threads() if t not in before]
+
+
+def test_each_queue_keeps_its_own_lock_renewed_in_one_engine(conn, group, namespace, r):
+    """Jobs outliving their locks on two queues with different lock durations: both
+    locks are renewed (in the one renewer's pipelined calls), each with its own duration,
+    and a lock lost on one queue is reported by that queue's worker only."""
+    locks = {f"lock-{namespace}-a": 1.0, f"lock-{namespace}-b": 2.0,
+             f"lock-{namespace}-c": 1.0}
+    release = threading.Event()
+    errors_of: Dict[str, List[BaseException]] = {n: [] for n in locks}
+    workers = {}
+    for n, lock in locks.items():
+        w = Worker(n, lambda job: release.wait(30) and "done", group=group, lock_duration=lock,
+                   skip_stalled_check=True)
+        w.on("error", errors_of[n].append)
+        workers[n] = w.start()
+    jobs = {n: Queue(n, connection=conn).add("x", {}) for n in locks}
+    try:
+        for n in locks:
+            wait_until(lambda n=n: Queue(n, connection=conn).get_job_counts(
+                "active")["active"] == 1, 20)
+        lost = f"lock-{namespace}-c"
+        r.set(f"bull:{lost}:{jobs[lost].id}:lock", "another-worker", px=60_000)
+        time.sleep(2.5)                          # past every lock several times over
+        for n, lock in locks.items():
+            if n != lost:
+                ttl = r.pttl(f"bull:{n}:{jobs[n].id}:lock")
+                assert 0 < ttl <= lock * 1000
+        release.set()
+        for n in locks:
+            if n != lost:
+                wait_until(lambda n=n: Queue(n, connection=conn).get_job_counts(
+                    "completed")["completed"] == 1, 20)
+        wait_until(lambda: len(errors_of[lost]) >= 1, 20)
+        assert all(isinstance(e, errors.LockLost) for e in errors_of[lost])
+        assert errors_of[f"lock-{namespace}-a"] == errors_of[f"lock-{namespace}-b"] == []
+    finally:
+        release.set()
+
+
+def test_markers_past_the_first_shard_are_watched_by_watcher_threads(
+        conn, namespace, monkeypatch):
+    """Queues past the fetcher's shard of markers are waited on by marker watchers (one
+    per shard); a marker they pop wakes the fetcher, which may block on its own shard."""
+    from orijs_sync import _engine
+    monkeypatch.setattr(_engine, "SHARD_SIZE", 3)
+    before = set(engine_threads())
+    names = [f"shard-{namespace}-{i}" for i in range(8)]     # shards 0, 1, 2
+    with WorkerGroup(conn, name="sharded") as g:
+        workers = {n: Worker(n, lambda job: job.data["i"], group=g, drain_delay=600).start()
+                   for n in names}
+        started = sorted(t for t in engine_threads() if t not in before)
+        assert [t for t in started if "watcher" in t] == [
+            "orijs-marker-watcher-0-sharded", "orijs-marker-watcher-1-sharded",
+            "orijs-marker-watcher-2-sharded"]
+        time.sleep(0.3)                       # every queue found empty: all block now
+        for rounds in range(3):               # each shard's blocker pops, many times
+            for i, n in enumerate(reversed(names)):
+                Queue(n, connection=conn).add("x", {"i": i})
+            for n in names:
+                wait_until(lambda n=n: Queue(n, connection=conn).get_job_counts(
+                    "completed")["completed"] == rounds + 1, 20)
+        workers[names[7]].close()             # a watcher's queue leaves, another joins
+        late = f"shard-{namespace}-late"
+        Worker(late, lambda job: "late", group=g, drain_delay=600).start()
+        Queue(late, connection=conn).add("x", {})
+        wait_until(lambda: Queue(late, connection=conn).get_job_counts(
+            "completed")["completed"] == 1, 20)
+    assert not [t for t in engine_threads() if t not in before]
