@@ -236,8 +236,11 @@ class Finisher(Role):
         connection = self.e.connection
         pipe = connection.client.pipeline(transaction=False)
         for w, call in calls:
-            sha = w.scripts.get("moveToFinished").sha
-            pipe.evalsha(sha, len(call.keys), *call.keys, *call.args)
+            if connection.is_cluster:      # its pipeline refuses EVALSHA: EVAL, by the registry
+                w.scripts.run("moveToFinished", call.keys, call.args, client=pipe)
+            else:                          # EVALSHA alone (no SCRIPT EXISTS first); a
+                sha = w.scripts.get("moveToFinished").sha     # NOSCRIPT reply is resent
+                pipe.evalsha(sha, len(call.keys), *call.keys, *call.args)
         try:
             replies = pipe.execute(raise_on_error=False)
         except errors.ConnectionError as exc:
