@@ -180,6 +180,7 @@ class Finisher(Role):
 
     def __init__(self, engine: "Engine") -> None:
         super().__init__(engine._stop)
+        self.e = engine
         self._cv = threading.Condition()     # guards _pending and _busy
         self._pending: List[Outcome] = []
         self._busy: Dict[int, int] = {}      # writes under way (here or inline), by worker
@@ -213,26 +214,55 @@ class Finisher(Role):
         groups: Dict[int, List[Outcome]] = {}
         for outcome in batch:
             groups.setdefault(id(outcome.job._worker), []).append(outcome)
+        sent = self._send_many(list(groups.values())) if len(groups) > 1 else {}
         failure: Optional[BaseException] = None
-        for group in groups.values():
+        for key, group in groups.items():
             try:
-                self.write(group)
+                self.write(group, sent=sent.get(key))
             except Exception as exc:  # noqa: BLE001 - kept; the other queues are written
                 failure = failure or exc
         if failure is not None:
             raise failure
 
-    def write(self, batch: List[Outcome], keep_one: bool = False) -> Optional["Job"]:
+    def _send_many(self, groups: List[List[Outcome]]) -> Dict[int, Tuple[Any, Any]]:
+        """One pipelined round trip with the moveToFinished call of each queue: each
+        queue's call and its reply (or error), by worker. A call that did not run (a
+        connection error, a script not loaded yet) is sent again on its own by write()."""
+        calls = []
+        for group in groups:
+            w: Any = group[0].job._worker
+            fetch = len(group) if w._fetch_next_allowed() else 0
+            calls.append((w, w._runner.finish_call(group, fetch)))
+        connection = self.e.connection
+        pipe = connection.client.pipeline(transaction=False)
+        for w, call in calls:
+            if connection.is_cluster:      # its pipeline refuses EVALSHA: EVAL, by the registry
+                w.scripts.run("moveToFinished", call.keys, call.args, client=pipe)
+            else:                          # EVALSHA alone (no SCRIPT EXISTS first); a
+                sha = w.scripts.get("moveToFinished").sha     # NOSCRIPT reply is resent
+                pipe.evalsha(sha, len(call.keys), *call.keys, *call.args)
+        try:
+            replies = pipe.execute(raise_on_error=False)
+        except errors.ConnectionError as exc:
+            replies = [exc] * len(calls)
+        return {id(w): (call, _translated(reply, connection.address))
+                for (w, call), reply in zip(calls, replies)}
+
+    def write(self, batch: List[Outcome], keep_one: bool = False,
+              sent: Optional[Tuple[Any, Any]] = None) -> Optional["Job"]:
         """Write one worker's batch and hand its slots on (finisher thread, or a pool
         thread inline). With ``keep_one``, the first next job is returned for the
-        caller to run itself."""
+        caller to run itself. ``sent``: its call went in a pipeline, with this reply."""
         w: Any = batch[0].job._worker
         with self._cv:
             self._busy[id(w)] = self._busy.get(id(w), 0) + 1
         w._set_finishing(batch, True)   # the renewer keeps their locks while this retries
         try:
-            fetch = len(batch) if w._fetch_next_allowed() else 0
-            next_jobs = w._runner.finish(batch, fetch)
+            if sent is None:
+                fetch = len(batch) if w._fetch_next_allowed() else 0
+                next_jobs = w._runner.finish(batch, fetch)
+            else:
+                next_jobs = w._runner.finish(batch, sent[0].fetch, sent)
         except Exception:
             w._set_finishing(batch, False)
             with self._cv:       # keep them: written on the next try (the role backs off)
@@ -306,8 +336,7 @@ class PerQueue(Role):
             replies = pipe.execute(raise_on_error=False)
         except Exception as exc:  # noqa: BLE001 - Redis unreachable: every call failed
             return [exc] * len(calls)
-        return [translate(r, connection.address) if isinstance(r, RedisError) else r
-                for r in replies]
+        return [_translated(r, connection.address) for r in replies]
 
     def _call(self, w: "Worker") -> Optional[Call]:
         if not self.stalled:
@@ -326,3 +355,12 @@ class PerQueue(Role):
             return min(w.stalled_interval, w.max_reconnect_delay)
         w._stalled_done(reply)
         return w.stalled_interval
+
+
+def _translated(reply: Any, address: str) -> Any:
+    """A pipelined reply, its redis-py error as the library's (the original as cause)."""
+    if isinstance(reply, RedisError):
+        error = translate(reply, address)
+        error.__cause__ = reply
+        return error
+    return reply

@@ -8,8 +8,9 @@ import logging
 import random
 import traceback
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
+import redis
 from tenacity import (
     Retrying,
     retry_if_exception_type,
@@ -200,13 +201,16 @@ class JobRunner:
         self._check(job, code, "retry")
 
     # -- many jobs ---------------------------------------------------------
-    def finish(self, outcomes: Sequence[Outcome], fetch: int) -> List[Job]:
+    def finish(self, outcomes: Sequence[Outcome], fetch: int,
+               sent: Optional[Tuple["FinishCall", Any]] = None) -> List[Job]:
         """Write the outcomes in one script call that also takes up to ``fetch`` next
         jobs; emits completed/failed for each outcome written; returns the next jobs.
         An outcome Redis refuses (a script error, not a connection failure) does not hold
-        back the others: the batch is written one by one and the refused one dropped."""
+        back the others: the batch is written one by one and the refused one dropped.
+        ``sent``: the call was already sent in a pipeline (the engine's finisher writing
+        many queues at once), with this reply or error."""
         try:
-            return self._finish(outcomes, fetch)
+            return self._finish(outcomes, fetch, sent)
         except (errors.ConnectionError, errors.PermissionDenied):
             raise      # Redis or the user is refused, not the job: kept and written later
         except errors.RedisError as exc:
@@ -233,7 +237,8 @@ class JobRunner:
         self.w._emit("error", errors.CorruptJob(
             f"job {job.id}: its outcome could not be written: {exc}", job.id))
 
-    def _finish(self, outcomes: Sequence[Outcome], fetch: int) -> List[Job]:
+    def finish_call(self, outcomes: Sequence[Outcome], fetch: int) -> "FinishCall":
+        """The moveToFinished call writing ``outcomes`` and taking up to ``fetch`` jobs."""
         k = self.keys
         opts = self.fetch_opts(fetch)
         if self.w.max_metrics_points:
@@ -246,8 +251,17 @@ class JobRunner:
                 kept = self.w.remove_on_complete if o.target == "completed" else self.w.remove_on_fail
             args += [o.job.id, o.job.token, o.target, o.value, dumps(o.fields),
                      dumps(keep_jobs(kept)), o.job.attempts]
-        codes, jobs = self.run_script("moveToFinished", [k.active, k.events, k.meta, k.stalled],
-                                      args)
+        return FinishCall([k.active, k.events, k.meta, k.stalled], args, stamp, fetch)
+
+    def _finish(self, outcomes: Sequence[Outcome], fetch: int,
+                sent: Optional[Tuple["FinishCall", Any]] = None) -> List[Job]:
+        call, reply = sent if sent is not None else (self.finish_call(outcomes, fetch), None)
+        if sent is None or _unsent(reply):    # (again, same call: a lost reply is told apart)
+            reply = self.run_script("moveToFinished", call.keys, call.args)
+        elif isinstance(reply, BaseException):
+            raise reply
+        codes, jobs = cast(Tuple[List[Any], List[Any]], reply)
+        stamp = call.stamp
         for o, code in zip(outcomes, codes):
             if self._written_before(o.job, code, stamp) or self._check(o.job, code, o.target):
                 if o.target == "completed":
@@ -277,6 +291,23 @@ class JobRunner:
         return True
 
 
+@dataclass
+class FinishCall:
+    """A prepared moveToFinished call (its timestamp tells a lost reply's write apart)."""
+
+    keys: List[str]
+    args: List[Any]
+    stamp: int
+    fetch: int
+
+
+def _unsent(reply: Any) -> bool:
+    """A pipelined call that did not run, or may not have: sent again on its own."""
+    if isinstance(reply, errors.ConnectionError):
+        return True
+    return isinstance(getattr(reply, "__cause__", None), redis.exceptions.NoScriptError)
+
+
 # Error replies that speak of the server's state, not of the job being written: the
 # outcome is kept and written once the server takes writes again.
 _SERVER_STATE_REPLIES = ("OOM", "READONLY", "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN",
@@ -285,5 +316,7 @@ _SERVER_STATE_REPLIES = ("OOM", "READONLY", "LOADING", "BUSY", "MASTERDOWN", "TR
 
 def _server_state(exc: BaseException) -> bool:
     cause = exc.__cause__
+    if isinstance(cause, redis.exceptions.NoScriptError):   # its text lacks "NOSCRIPT"
+        return True
     text = str(cause if cause is not None else exc)
     return text.split(" ", 1)[0].upper() in _SERVER_STATE_REPLIES

@@ -395,3 +395,47 @@ def test_markers_past_the_first_shard_are_watched_by_watcher_threads(
         wait_until(lambda: Queue(late, connection=conn).get_job_counts(
             "completed")["completed"] == 1, 20)
     assert not [t for t in engine_threads() if t not in before]
+
+
+def test_outcomes_of_many_queues_are_written_in_one_pipelined_round_trip(
+        conn, group, namespace, r):
+    """Jobs of several queues finishing together: the finisher sends their queues'
+    moveToFinished calls in one pipeline; calls whose script Redis lost (SCRIPT FLUSH
+    just before the first pipeline) are sent again on their own; every outcome is
+    written once, no error reported."""
+    from orijs_sync import _engine_roles
+    names = [f"fin-{namespace}-{i}" for i in range(4)]
+    release = threading.Barrier(len(names) * 4 + 1, timeout=30)
+    pipelined: List[int] = []
+    real = _engine_roles.Finisher._send_many
+
+    def counted(self, groups):
+        if not pipelined:
+            r.script_flush()                   # Redis lost its scripts just before
+        pipelined.append(len(groups))
+        return real(self, groups)
+    problems: List[BaseException] = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_engine_roles.Finisher, "_send_many", counted)
+        for n in names:
+            def handler(job, n=n):
+                if job.data["i"] < 4:
+                    release.wait()             # 16 jobs, 4 per queue, finish together
+                return f"{n}:{job.data['i']}"
+            w = Worker(n, handler, group=group, concurrency=4)
+            w.on("error", problems.append)
+            w.start()
+        for n in names:
+            Queue(n, connection=conn).add_bulk([{"name": "x", "data": {"i": i}}
+                                                for i in range(12)])
+        release.wait()
+        for n in names:
+            wait_until(lambda n=n: Queue(n, connection=conn).get_job_counts(
+                "completed")["completed"] == 12, 30)
+    assert max(pipelined) >= 2                   # several queues in one round trip
+    for n in names:
+        values = sorted(j.returnvalue for j in Queue(n, connection=conn).get_completed(0, -1))
+        assert values == sorted(f"{n}:{i}" for i in range(12))
+        events = [f for _, f in r.xrange(f"bull:{n}:events") if f["event"] == "completed"]
+        assert len(events) == 12                 # each written once
+    assert problems == []
