@@ -11,7 +11,8 @@ every queue it serves (``_engine_roles``):
   waits on each shard's, and the fetcher waits in the process for what they pop (a
   ``BZPOPMIN`` costs, in Redis and in redis-py, in proportion to the keys it names,
   and is sent again after every wake);
-- one finisher: writes outcomes many per script call, per queue;
+- one finisher: writes outcomes many per script call per queue, the calls of many
+  queues in one pipelined round trip;
 - one lock renewer and one stalled checker, each paced per queue;
 - one handler pool of at most ``max_threads`` threads (made as jobs run at once):
   a queue is only fetched for while a thread is free for its job.
