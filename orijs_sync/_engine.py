@@ -44,6 +44,7 @@ from ._roles import Role
 from ._shards import deal
 from ._util import now_ms
 from .connection import RedisConnection
+from .scripts import Scripts
 
 if TYPE_CHECKING:  # pragma: no cover
     from .worker import Worker
@@ -67,6 +68,7 @@ class Engine:
         self.max_threads = max_threads
         self.longest_block = longest_block
         self.client_name = client_name
+        self.scripts = Scripts(connection.client)    # the calls it pipelines for many queues
         # in the slot of the markers (it extends one of them), so one BZPOPMIN takes all
         self.wake_key = f"{anchor_key}:orijs-wake:{uuid.uuid4().hex}"
         self._stop = threading.Event()

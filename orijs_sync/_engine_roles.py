@@ -9,12 +9,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
-from redis.exceptions import RedisError
-
 from . import errors
 from ._processing import Outcome
 from ._roles import Role
-from .connection import translate
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._engine import Engine
@@ -69,12 +66,9 @@ class Fetcher(Role):
     def _fetch_many(self, takes: List[Tuple["Worker", int]]) -> None:
         """One pipelined round trip takes jobs for many queues (e.g. those whose
         markers fired together)."""
-        pipe = self.e.connection.client.pipeline(transaction=False)
-        for w, taken in takes:
-            keys, args = w._fetch_call(taken)
-            w.scripts.run("moveToActive", keys, args, client=pipe)
         try:
-            replies = pipe.execute(raise_on_error=False)
+            replies = self.e.scripts.run_many([("moveToActive", *w._fetch_call(taken))
+                                               for w, taken in takes])
         except BaseException:
             for w, taken in takes:
                 self._failed(w, taken)
@@ -226,27 +220,21 @@ class Finisher(Role):
 
     def _send_many(self, groups: List[List[Outcome]]) -> Dict[int, Tuple[Any, Any]]:
         """One pipelined round trip with the moveToFinished call of each queue: each
-        queue's call and its reply (or error), by worker. A call that did not run (a
-        connection error, a script not loaded yet) is sent again on its own by write()."""
+        queue's call and its reply (or error; None when the pipeline failed as a whole),
+        by worker. write() sends a call without a reply again on its own."""
         calls = []
         for group in groups:
             w: Any = group[0].job._worker
             fetch = len(group) if w._fetch_next_allowed() else 0
             calls.append((w, w._runner.finish_call(group, fetch)))
-        connection = self.e.connection
-        pipe = connection.client.pipeline(transaction=False)
-        for w, call in calls:
-            if connection.is_cluster:      # its pipeline refuses EVALSHA: EVAL, by the registry
-                w.scripts.run("moveToFinished", call.keys, call.args, client=pipe)
-            else:                          # EVALSHA alone (no SCRIPT EXISTS first); a
-                sha = w.scripts.get("moveToFinished").sha     # NOSCRIPT reply is resent
-                pipe.evalsha(sha, len(call.keys), *call.keys, *call.args)
         try:
-            replies = pipe.execute(raise_on_error=False)
-        except errors.ConnectionError as exc:
-            replies = [exc] * len(calls)
-        return {id(w): (call, _translated(reply, connection.address))
-                for (w, call), reply in zip(calls, replies)}
+            replies: List[Any] = self.e.scripts.run_many(
+                [("moveToFinished", call.keys, call.args) for _, call in calls])
+        except Exception:  # noqa: BLE001 - ran or not, unknown: write() sends each again
+            log.debug("finisher: pipelined write failed; each queue's call is sent again",
+                      exc_info=True)
+            replies = [None] * len(calls)
+        return {id(w): (call, reply) for (w, call), reply in zip(calls, replies)}
 
     def write(self, batch: List[Outcome], keep_one: bool = False,
               sent: Optional[Tuple[Any, Any]] = None) -> Optional["Job"]:
@@ -320,23 +308,12 @@ class PerQueue(Role):
 
     def _send(self, calls: List[Tuple["Worker", Call]]) -> List[Any]:
         """The replies (or errors) of the calls: one pipelined round trip for many."""
-        if len(calls) == 1:
-            w, call = calls[0]
-            try:
-                return [w.scripts.run(*call)]
-            except Exception as exc:  # noqa: BLE001 - that queue's error, handled per queue
-                return [exc]
         if not calls:
             return []
-        connection = self.e.connection
-        pipe = connection.client.pipeline(transaction=False)
-        for w, (name, keys, args) in calls:
-            w.scripts.run(name, keys, args, client=pipe)
         try:
-            replies = pipe.execute(raise_on_error=False)
+            return self.e.scripts.run_many([call for _, call in calls])
         except Exception as exc:  # noqa: BLE001 - Redis unreachable: every call failed
             return [exc] * len(calls)
-        return [_translated(r, connection.address) for r in replies]
 
     def _call(self, w: "Worker") -> Optional[Call]:
         if not self.stalled:
@@ -356,11 +333,3 @@ class PerQueue(Role):
         w._stalled_done(reply)
         return w.stalled_interval
 
-
-def _translated(reply: Any, address: str) -> Any:
-    """A pipelined reply, its redis-py error as the library's (the original as cause)."""
-    if isinstance(reply, RedisError):
-        error = translate(reply, address)
-        error.__cause__ = reply
-        return error
-    return reply

@@ -38,7 +38,8 @@ def lock_retry_interval(lock_seconds: float) -> float:
 
 class LockRenewer:
     """Keeps the locks of one worker's active jobs; see the module docstring. Not a
-    thread: the engine's renewer role calls ``tick()`` when it is due."""
+    thread: the engine's renewer role sends :meth:`call` when it is due (many queues'
+    in one pipeline) and hands the reply to :meth:`done`."""
 
     def __init__(self, worker: "Worker") -> None:
         self.w = worker
@@ -48,17 +49,6 @@ class LockRenewer:
         self._reported: Set[Tuple[str, Optional[str]]] = set()   # (job id, token) told lost
         self._jobs: List[Job] = []          # those of the renewal in flight, and its time
         self._sent = 0.0
-
-    def tick(self) -> float:
-        """Renew once; returns the seconds until the next renewal is due."""
-        call = self.call()
-        if call is None:
-            return self.done([])
-        try:
-            reply = self.w.scripts.run(*call)
-        except Exception as exc:  # noqa: BLE001 - retried soon, well before the locks lapse
-            return self.done(exc)
-        return self.done(reply)
 
     def call(self) -> "Optional[Tuple[str, List[str], List[Any]]]":
         """The renewal to send now (script, keys, args), or None with no job to renew.

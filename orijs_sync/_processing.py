@@ -208,7 +208,7 @@ class JobRunner:
         An outcome Redis refuses (a script error, not a connection failure) does not hold
         back the others: the batch is written one by one and the refused one dropped.
         ``sent``: the call was already sent in a pipeline (the engine's finisher writing
-        many queues at once), with this reply or error."""
+        many queues at once), with this reply or error (None: no reply, sent again)."""
         try:
             return self._finish(outcomes, fetch, sent)
         except (errors.ConnectionError, errors.PermissionDenied):
@@ -256,8 +256,8 @@ class JobRunner:
     def _finish(self, outcomes: Sequence[Outcome], fetch: int,
                 sent: Optional[Tuple["FinishCall", Any]] = None) -> List[Job]:
         call, reply = sent if sent is not None else (self.finish_call(outcomes, fetch), None)
-        if sent is None or _unsent(reply):    # (again, same call: a lost reply is told apart)
-            reply = self.run_script("moveToFinished", call.keys, call.args)
+        if reply is None:       # not sent, or its pipeline failed (it may have run: the same
+            reply = self.run_script("moveToFinished", call.keys, call.args)  # call, told apart)
         elif isinstance(reply, BaseException):
             raise reply
         codes, jobs = cast(Tuple[List[Any], List[Any]], reply)
@@ -299,13 +299,6 @@ class FinishCall:
     args: List[Any]
     stamp: int
     fetch: int
-
-
-def _unsent(reply: Any) -> bool:
-    """A pipelined call that did not run, or may not have: sent again on its own."""
-    if isinstance(reply, errors.ConnectionError):
-        return True
-    return isinstance(getattr(reply, "__cause__", None), redis.exceptions.NoScriptError)
 
 
 # Error replies that speak of the server's state, not of the job being written: the

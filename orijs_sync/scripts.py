@@ -12,7 +12,7 @@ import re
 import threading
 from importlib import resources
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence, Set
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import redis
 
@@ -81,6 +81,33 @@ class Scripts:
         except redis.exceptions.RedisError as exc:   # e.g. NOSCRIPT once more after loading
             raise translate(exc, getattr(client or self._client, "address", "?")) from exc
 
+    def run_many(self, calls: Sequence[Tuple[str, Sequence[Any], Sequence[Any]]]) -> List[Any]:
+        """Many ``(name, keys, args)`` calls in one pipelined round trip: each call's
+        reply, or its error reply as the library's error (redis-py's as ``__cause__``).
+        On one Redis each goes as EVALSHA alone (no SCRIPT EXISTS first); the calls of a
+        script Redis lost (NOSCRIPT: a restart, SCRIPT FLUSH) are sent again once it is
+        loaded. On a cluster, EVAL (its pipeline refuses EVALSHA). A failure of the
+        whole pipeline (a connection error...) is raised: which calls ran is unknown."""
+        replies = self._send_many(calls)
+        lost = [i for i, reply in enumerate(replies)
+                if isinstance(reply, redis.exceptions.NoScriptError)]
+        if lost:
+            for name in {calls[i][0] for i in lost}:
+                self._client.script_load(source(name))
+            for i, reply in zip(lost, self._send_many([calls[i] for i in lost])):
+                replies[i] = reply
+        address = getattr(self._client, "address", "?")
+        return [_translated(reply, address) for reply in replies]
+
+    def _send_many(self, calls: Sequence[Tuple[str, Sequence[Any], Sequence[Any]]]) -> List[Any]:
+        pipe = self._client.pipeline(transaction=False)
+        for name, keys, args in calls:
+            if hasattr(pipe, "run_script"):            # a cluster pipeline: EVAL
+                pipe.run_script(source(name), keys, args)
+            else:
+                pipe.evalsha(self.get(name).sha, len(keys), *keys, *args)
+        return list(pipe.execute(raise_on_error=False))
+
     def run_direct(self, conn: Any, name: str, keys: Sequence[Any], args: Sequence[Any],
                    address: str) -> Any:
         """EVALSHA on one raw connection (see ``RedisConnection.direct_connection``),
@@ -103,6 +130,15 @@ class Scripts:
             raise translate(exc, address) from exc
         except redis.exceptions.RedisError as exc:   # an error reply: the connection is fine
             raise translate(exc, address) from exc
+
+
+def _translated(reply: Any, address: str) -> Any:
+    """A pipelined reply, its redis-py error as the library's (the original as cause)."""
+    if isinstance(reply, redis.exceptions.RedisError):
+        error = translate(reply, address)
+        error.__cause__ = reply
+        return error
+    return reply
 
 
 def _send(conn: Any, command: Sequence[Any]) -> None:
