@@ -439,3 +439,43 @@ def test_outcomes_of_many_queues_are_written_in_one_pipelined_round_trip(
         events = [f for _, f in r.xrange(f"bull:{n}:events") if f["event"] == "completed"]
         assert len(events) == 12                 # each written once
     assert problems == []
+
+
+def test_outcomes_survive_a_failed_finishing_pipeline(conn, group, namespace):
+    """The pipeline carrying several queues' outcomes fails as a whole (it may or may
+    not have run): each queue's same call is sent again on its own, nothing is lost."""
+    from orijs_sync import connection as connection_module
+    from orijs_sync.scripts import Scripts
+    finish_sha = Scripts(conn.client).get("moveToFinished").sha
+    names = [f"finfail-{namespace}-{i}" for i in range(3)]
+    release = threading.Barrier(len(names) * 2 + 1, timeout=30)
+    failed: List[int] = []
+    real = connection_module._TranslatingPipeline.execute
+
+    def fail_once(self, raise_on_error=True):
+        finishing = [c for c in self.command_stack if finish_sha in c[0]]
+        if not failed and len(finishing) >= 2:
+            failed.append(len(finishing))
+            self.reset()
+            raise RuntimeError("the pipeline failed (injected)")
+        return real(self, raise_on_error)
+    problems: List[BaseException] = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(connection_module._TranslatingPipeline, "execute", fail_once)
+        for n in names:
+            w = Worker(n, lambda job: release.wait() >= 0 and job.data["i"], group=group,
+                       concurrency=2)
+            w.on("error", problems.append)
+            w.start()
+        for n in names:
+            Queue(n, connection=conn).add_bulk([{"name": "x", "data": {"i": i}}
+                                                for i in range(2)])
+        release.wait()
+        for n in names:
+            wait_until(lambda n=n: Queue(n, connection=conn).get_job_counts(
+                "completed")["completed"] == 2, 30)
+    assert failed and failed[0] >= 2
+    for n in names:
+        assert sorted(j.returnvalue for j in Queue(n, connection=conn).get_completed(0, -1)) \
+            == [0, 1]
+    assert problems == []
