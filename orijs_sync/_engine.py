@@ -141,9 +141,10 @@ class Engine:
             self._members += 1
             self._membership.notify_all()
             self._touch()
+            wakes = self._wakes_due(worker)
         for watcher in watchers:
             watcher.start(f"orijs-{watcher.name}-{self.label}")
-        self._wake(worker)
+        self._send_wakes(wakes)
         return True
 
     def _watchers_for(self, shard: int) -> List[MarkerWatcher]:
@@ -198,14 +199,8 @@ class Engine:
             self._membership.notify_all()
         me = threading.current_thread()
         for role in self._roles:
-            if role.is_current_thread():
-                continue
-            role.interrupt()
-            while not role.join(0.2):
-                if deadline is not None and time.monotonic() > deadline:
-                    log.warning("engine %s: %s did not stop in time", self.label, role.name)
-                    break
-                role.interrupt()
+            if not role.is_current_thread() and not role.stop(deadline):
+                log.warning("engine %s: %s did not stop in time", self.label, role.name)
         threads = list(getattr(self.executor, "_threads", ()))
         self.executor.shutdown(wait=False)
         if drained and me not in threads:
@@ -231,9 +226,6 @@ class Engine:
             self._threads_free += count
             return starved
 
-    def threads_free(self) -> int:
-        return self._threads_free
-
     # -- fetch scheduling ----------------------------------------------------
     # Every worker is either ready (``_ready``: fetch at that time, when it may) or
     # waiting for its marker (``_drain``: until its drain delay ends). ``_waiting`` holds
@@ -254,9 +246,9 @@ class Engine:
         self._next_drain = min(self._next_drain, until)
 
     def _listen(self, w: "Worker") -> None:
-        """Under ``_cv``: ``w``'s marker is waited on while it listens."""
+        """Under ``_cv``: ``w``'s marker is waited on while it may take a job."""
         shard = self._shard_of[w.keys.marker]
-        if not w._listening():
+        if not w._can_fetch():
             self._unlisten(w)
         elif id(w) not in self._waiting[shard]:
             self._waiting[shard][id(w)] = w.keys.marker
@@ -393,18 +385,11 @@ class Engine:
 
     def changed(self, worker: "Worker") -> None:
         """A worker's slots, pause or state changed (or a thread was freed): the
-        fetcher reconsiders it now."""
+        fetcher reconsiders it now, woken in Redis if need be."""
         with self._cv:
-            if id(worker) in self._workers:   # its marker is waited on only while listening
+            if id(worker) in self._workers:   # its marker is waited on only while it may fetch
                 self._listen(worker)
             self._touch()
-        self._wake(worker)
-
-    def _wake(self, worker: "Worker") -> None:
-        """Wake the blockers in Redis that must look again: the fetcher when ``worker``
-        (or a queue starved of threads) should now be fetched for, and any blocker
-        whose markers changed."""
-        with self._cv:
             wakes = self._wakes_due(worker)
         self._send_wakes(wakes)
 

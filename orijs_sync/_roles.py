@@ -89,6 +89,17 @@ class Role:
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
+    def stop(self, deadline: Optional[float] = None) -> bool:
+        """Join the thread (its stop event already set), interrupting its blocking call
+        until it ends; False if it still runs at the monotonic ``deadline`` (the daemon
+        thread is then left to end on its own)."""
+        self.interrupt()
+        while not self.join(0.2):
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            self.interrupt()
+        return True
+
 
 class Periodic(Role):
     """Runs ``action`` now and then every ``interval`` seconds."""

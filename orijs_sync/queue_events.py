@@ -440,9 +440,7 @@ class QueueEvents:
             self._stop.set()
             self._changed.notify_all()
         for tailer in tailers:
-            tailer.interrupt()
-            while not tailer.join(0.2):
-                tailer.interrupt()
+            tailer.stop()
             tailer.blocking.close()
         with self._lock:
             waiters, self._waiters = self._waiters, {}

@@ -354,12 +354,9 @@ class Worker:
         if engine is not None:
             engine.changed(self)
 
-    def _listening(self) -> bool:
-        """The engine waits on this queue's marker: it may take a job."""
-        return not self._stop_fetching() and not self._paused and self._free > 0
-
     def _can_fetch(self) -> bool:
-        return self._listening()
+        """It may take a job now (the engine then also waits on its queue's marker)."""
+        return not self._stop_fetching() and not self._paused and self._free > 0
 
     def _take_slots(self) -> int:
         """Slots (and engine threads) for the jobs of one fetch; 0 when none may run."""
