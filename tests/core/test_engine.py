@@ -397,6 +397,24 @@ def test_markers_past_the_first_shard_are_watched_by_watcher_threads(
     assert not [t for t in engine_threads() if t not in before]
 
 
+def finish_together(conn, group, names, handler_of, concurrency, count, release):
+    """A worker per queue in ``group`` (``handler_of(name)``), ``count`` jobs each, the
+    barrier opened once they hold it, every job completed; the errors they reported."""
+    problems: List[BaseException] = []
+    for n in names:
+        w = Worker(n, handler_of(n), group=group, concurrency=concurrency)
+        w.on("error", problems.append)
+        w.start()
+    for n in names:
+        Queue(n, connection=conn).add_bulk([{"name": "x", "data": {"i": i}}
+                                            for i in range(count)])
+    release.wait()
+    for n in names:
+        wait_until(lambda n=n: Queue(n, connection=conn).get_job_counts(
+            "completed")["completed"] == count, 30)
+    return problems
+
+
 def test_outcomes_of_many_queues_are_written_in_one_pipelined_round_trip(
         conn, group, namespace, r):
     """Jobs of several queues finishing together: the finisher sends their queues'
@@ -414,24 +432,15 @@ def test_outcomes_of_many_queues_are_written_in_one_pipelined_round_trip(
             r.script_flush()                   # Redis lost its scripts just before
         pipelined.append(len(groups))
         return real(self, groups)
-    problems: List[BaseException] = []
+    def handler_of(n):
+        def handler(job):
+            if job.data["i"] < 4:
+                release.wait()                 # 16 jobs, 4 per queue, finish together
+            return f"{n}:{job.data['i']}"
+        return handler
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_engine_roles.Finisher, "_send_many", counted)
-        for n in names:
-            def handler(job, n=n):
-                if job.data["i"] < 4:
-                    release.wait()             # 16 jobs, 4 per queue, finish together
-                return f"{n}:{job.data['i']}"
-            w = Worker(n, handler, group=group, concurrency=4)
-            w.on("error", problems.append)
-            w.start()
-        for n in names:
-            Queue(n, connection=conn).add_bulk([{"name": "x", "data": {"i": i}}
-                                                for i in range(12)])
-        release.wait()
-        for n in names:
-            wait_until(lambda n=n: Queue(n, connection=conn).get_job_counts(
-                "completed")["completed"] == 12, 30)
+        problems = finish_together(conn, group, names, handler_of, 4, 12, release)
     assert max(pipelined) >= 2                   # several queues in one round trip
     for n in names:
         values = sorted(j.returnvalue for j in Queue(n, connection=conn).get_completed(0, -1))
@@ -459,21 +468,11 @@ def test_outcomes_survive_a_failed_finishing_pipeline(conn, group, namespace):
             self.reset()
             raise RuntimeError("the pipeline failed (injected)")
         return real(self, raise_on_error)
-    problems: List[BaseException] = []
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(connection_module._TranslatingPipeline, "execute", fail_once)
-        for n in names:
-            w = Worker(n, lambda job: release.wait() >= 0 and job.data["i"], group=group,
-                       concurrency=2)
-            w.on("error", problems.append)
-            w.start()
-        for n in names:
-            Queue(n, connection=conn).add_bulk([{"name": "x", "data": {"i": i}}
-                                                for i in range(2)])
-        release.wait()
-        for n in names:
-            wait_until(lambda n=n: Queue(n, connection=conn).get_job_counts(
-                "completed")["completed"] == 2, 30)
+        problems = finish_together(conn, group, names,
+                                   lambda n: lambda job: release.wait() >= 0 and job.data["i"],
+                                   2, 2, release)
     assert failed and failed[0] >= 2
     for n in names:
         assert sorted(j.returnvalue for j in Queue(n, connection=conn).get_completed(0, -1)) \
