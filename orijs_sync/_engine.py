@@ -77,6 +77,7 @@ class Engine:
         self._ready: Dict[int, float] = {}    # worker id -> monotonic time to try fetching
         self._drain: Dict[int, float] = {}    # worker id -> time its block times out
         self._next_drain = float("inf")       # earliest of _drain (or sooner)
+        self._fired: Set[int] = set()         # marker popped since its last take_due
         # shard -> {worker id: marker key}: the markers its blocker waits on
         self._waiting: Dict[int, Dict[int, str]] = {0: {}}
         self._owners: Dict[str, List["Worker"]] = {}   # marker key -> its workers
@@ -264,6 +265,7 @@ class Engine:
         """Under ``_cv``."""
         self._ready.pop(id(w), None)
         self._drain.pop(id(w), None)
+        self._fired.discard(id(w))
         self._unlisten(w)
         owners = self._owners.get(w.keys.marker, [])
         if w in owners:
@@ -287,7 +289,10 @@ class Engine:
             ready = [self._workers[k] for k, at in self._ready.items()
                      if at <= now and self._workers[k]._can_fetch()]
             self._starved = bool(ready) and self._threads_free <= 0
-            return [] if self._starved else ready
+            if self._starved:
+                return []
+            self._fired.difference_update(id(w) for w in ready)
+            return ready
 
     def set_due(self, w: "Worker", at: float) -> None:
         with self._cv:
@@ -300,13 +305,16 @@ class Engine:
         rate limit after its ttl;
         else the queue waits on its marker until its drain delay (rounded up to the
         next whole second, so that many queues look again in one pipelined call) or
-        its next delayed job."""
+        its next delayed job. A marker popped while the fetch was under way (a job
+        added just after it looked) makes it look again at once."""
         now = time.monotonic()
         with self._cv:
             if id(w) not in self._workers:
                 return
             self._listen(w)          # its slots changed: waited on only while it has free ones
-            if took or ttl > 0:
+            fired = id(w) in self._fired
+            self._fired.discard(id(w))
+            if took or fired or ttl > 0:
                 self._set_ready(w, now + ttl / 1000.0)
                 return
             until = float(math.ceil(now + w.drain_delay)) if w.drain_delay >= 1 else \
@@ -374,6 +382,8 @@ class Engine:
             for w in self._owners.get(marker, []):
                 if id(w) in self._drain:      # a ready one (rate limited...) keeps its time
                     self._set_ready(w, 0.0)
+                else:                         # its fetch may be under way: see fetched()
+                    self._fired.add(id(w))
             self._touch()
             wakes = self._wakes_due(None)
         self._send_wakes(wakes)

@@ -478,3 +478,44 @@ def test_outcomes_survive_a_failed_finishing_pipeline(conn, group, namespace):
         assert sorted(j.returnvalue for j in Queue(n, connection=conn).get_completed(0, -1)) \
             == [0, 1]
     assert problems == []
+
+
+def test_a_marker_popped_while_its_queue_is_being_fetched_is_not_lost(conn, namespace, r,
+                                                                        monkeypatch):
+    """A watcher pops a queue's marker while the fetcher's call for that queue is under
+    way and finds nothing (the job came just after it): the fetcher must look again
+    rather than wait out the drain delay on a marker that is gone."""
+    from orijs_sync import _engine
+    monkeypatch.setattr(_engine, "SHARD_SIZE", 1)            # every queue its own shard
+    with WorkerGroup(conn, name="inflight") as g:
+        first = Worker(f"inflight-{namespace}-a", lambda job: None, group=g, drain_delay=600)
+        first.start()
+        late = Worker(f"inflight-{namespace}-b", lambda job: "ran", group=g, drain_delay=600)
+        engine = first._engine
+        assert engine is not None
+        fired = threading.Event()
+        marker_fired = engine.marker_fired
+
+        def watched(marker):
+            marker_fired(marker)
+            if marker == late.keys.marker:
+                fired.set()
+        engine.marker_fired = watched           # type: ignore[method-assign]
+        armed = threading.Event()
+        armed.set()
+        fetch_reply = late._fetch_reply
+
+        def hooked(reply):
+            jobs, ttl, next_delayed = fetch_reply(reply)
+            if armed.is_set() and not jobs:    # found nothing: a job comes now, its marker
+                armed.clear()                  # popped before this reply is handled
+                Queue(late.name, connection=conn).add("x", {})
+                fired.wait(20)
+            return jobs, ttl, next_delayed
+        late._fetch_reply = hooked              # type: ignore[method-assign]
+        late.start()
+        assert late._engine is engine and len(engine._watchers) == 2
+        wait_until(lambda: not armed.is_set(), 20)
+        assert fired.wait(20)
+        wait_until(lambda: Queue(late.name, connection=conn).get_job_counts(
+            "completed")["completed"] == 1, 20)
