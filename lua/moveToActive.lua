@@ -4,10 +4,12 @@
   KEYS[1] wait   KEYS[2] active   KEYS[3] marker
   ARGV[1] queue key base
   ARGV[2] timestamp (ms)
-  ARGV[3] JSON {tokens = [...], lockDuration, limiter = {max, duration}?, name?}
+  ARGV[3] JSON {tokens = [...], lockDuration, limiter = {max, duration}?, name?,
+          children? (also return each job's processed children)}
   ARGV[4] how many jobs at most
   Returns {jobs, rateLimitTtl, nextDelayedTimestamp}; jobs is a list of
-  {fields, jobId, token}.
+  {fields, jobId, token, children} (children: the processed hash as a flat
+  list, empty unless asked for).
 ]]
 local rcall = redis.call
 --- @include "activate"
@@ -25,6 +27,6 @@ for i = 1, wanted do
     ttl, nextDelayed = result[3], result[4]
     break
   end
-  table.insert(jobs, {result[1], result[2], tokens[i]})
+  table.insert(jobs, {result[1], result[2], tokens[i], result[5]})
 end
 return {jobs, ttl, nextDelayed}

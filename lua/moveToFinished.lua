@@ -7,14 +7,15 @@
   ARGV[1] queue key base
   ARGV[2] timestamp (ms)
   ARGV[3] how many next jobs to take (0 = none)
-  ARGV[4] JSON {tokens = [...], lockDuration, limiter?, name?} for the next jobs,
-          and maxMetricsSize (when the worker records metrics: see includes/metrics)
+  ARGV[4] JSON {tokens = [...], lockDuration, limiter?, name?, children?} for the
+          next jobs (as moveToActive's), and maxMetricsSize (when the worker records
+          metrics: see includes/metrics)
   ARGV[5] how many jobs to finish (n), then 7 arguments per job:
           job id, token, "completed" | "failed", return value (JSON text) or
           failed reason, JSON list of job fields to set, JSON keepJobs
           {count, age, limit}, attempts
   Returns {codes, jobs}: one code per finished job (0 or a negative code of
-  finishJob) and the next jobs as {fields, jobId, token}.
+  finishJob) and the next jobs as moveToActive returns them.
 ]]
 local rcall = redis.call
 --- @include "activate"
@@ -43,7 +44,7 @@ if wanted > 0 then
     opts["token"] = opts["tokens"][i]
     local nextJob = fetchNextJob(qk, timestamp, opts)
     if nextJob[2] == 0 then break end
-    table.insert(jobs, {nextJob[1], nextJob[2], opts["token"]})
+    table.insert(jobs, {nextJob[1], nextJob[2], opts["token"], nextJob[5]})
   end
 end
 if #jobs == 0 and rcall("LLEN", qk .. "wait") == 0 and rcall("LLEN", KEYS[1]) == 0

@@ -72,6 +72,7 @@ class FlowJobMixin:
     parent_key: Optional[str]
     parent: Optional[Dict[str, Any]]
     _moved: bool
+    _fetched_children: Optional[Dict[str, str]]
 
     def _flow_key(self, suffix: str) -> str:
         return f"{self.queue.keys.job(self.id)}:{suffix}"
@@ -80,6 +81,16 @@ class FlowJobMixin:
     def get_children_values(self) -> Dict[str, Any]:
         """Return values of the completed children, keyed ``"{prefix}:{queue}:{id}"``."""
         raw = self.queue.client.hgetall(self._flow_key("processed"))
+        return {key: loads(value) for key, value in raw.items()}
+
+    def _children_values(self) -> Dict[str, Any]:
+        """As :meth:`get_children_values`, from the copy read in the same script call
+        that took the job when its worker asked for one (no round trip; the children
+        were all done then, and a job's children cannot change once it waits), else
+        from Redis. For handlers that read the values once, as workflow steps do."""
+        raw = self._fetched_children
+        if raw is None:
+            return self.get_children_values()
         return {key: loads(value) for key, value in raw.items()}
 
     def get_ignored_children_failures(self) -> Dict[str, str]:

@@ -118,6 +118,8 @@ class JobRunner:
             opts["limiter"] = self.w.limiter
         if self.w.worker_name:
             opts["name"] = self.w.worker_name
+        if self.w._fetch_children:
+            opts["children"] = 1
         return opts
 
     # -- one job -----------------------------------------------------------
@@ -267,7 +269,7 @@ class JobRunner:
                 if o.target == "completed":
                     o.job.returnvalue = o.result
                 self.w._emit(o.target, o.job, o.result)
-        return [self.w._job_from_reply(f, i, t) for f, i, t in jobs]
+        return [self.w._job_from_reply(*job) for job in jobs]
 
     def _written_before(self, job: Job, code: Any, stamp: int) -> bool:
         """A refusal of a write retried after a connection error may be the refusal of

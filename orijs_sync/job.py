@@ -85,6 +85,8 @@ class Job(JobActionsMixin, FlowJobMixin):
         self.processed_by: Optional[str] = None
         self.parent_key: Optional[str] = None
         self.parent: Optional[Dict[str, Any]] = None
+        # The processed hash read with the job when a worker took it (see _children_values)
+        self._fetched_children: Optional[Dict[str, str]] = None
         self.repeat_job_key: Optional[str] = None
         self.deduplication_id: Optional[str] = None
         self.deferred_failure: Optional[str] = None

@@ -99,6 +99,9 @@ class Worker:
         self.queue = Queue(name, connection=self.connection, prefix=prefix)
         self.scripts = self.queue.scripts       # one script registry per connection user
         self._runner = JobRunner(self)
+        # Jobs come with their children's return values, read as they are taken (set by
+        # the workflow provider, whose handlers always read them; see Job._children_values)
+        self._fetch_children = False
         self._listeners: Dict[str, List[Callable[..., Any]]] = {e: [] for e in LISTENER_EVENTS}
         self._fetch_stop = threading.Event()    # no new job from now on (close)
         self._cv = threading.Condition()          # guards the fields below
@@ -397,7 +400,7 @@ class Worker:
 
     def _fetch_reply(self, reply: Any) -> "tuple[List[Job], int, int]":
         jobs_raw, ttl, next_delayed = reply
-        jobs = [self._job_from_reply(f, i, t) for f, i, t in jobs_raw]
+        jobs = [self._job_from_reply(*job) for job in jobs_raw]
         return jobs, int(ttl), int(next_delayed)
 
     def _run_hot_script(self, name: str, keys: List[str], args: List[Any]) -> Any:
@@ -408,7 +411,10 @@ class Worker:
         return self.scripts.run_direct(self.connection.direct_connection(), name, keys, args,
                                        self.connection.address)
 
-    def _job_from_reply(self, fields: List[str], job_id: str, token: str) -> Job:
+    def _job_from_reply(self, fields: List[str], job_id: str, token: str,
+                        children: Optional[List[str]] = None) -> Job:
+        """A job as a fetching script returns it (its hash's fields, id, lock token and,
+        when this worker asks for them, its processed children as a flat list)."""
         raw = dict(zip(fields[::2], fields[1::2]))
         try:
             job = Job.from_hash(self.queue, str(job_id), raw)
@@ -416,6 +422,8 @@ class Worker:
             job = Job(self.queue, str(job_id), str(raw.get("name", "")), None)
             job.problem = f"the job hash cannot be read: {exc}"
         job.token = token
+        if self._fetch_children and children is not None:
+            job._fetched_children = dict(zip(children[::2], children[1::2]))
         job._lock_until = time.monotonic() + self.lock_duration_ms / 1000.0
         job._worker = self
         return job

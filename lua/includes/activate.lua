@@ -1,8 +1,9 @@
 --[[
   Taking the next job: promote due delayed jobs, honour pause, global
   concurrency and the rate limiter, pop from wait (else prioritized), lock
-  the job and return its fields.
-  Returns {fields, jobId, rateLimitTtl, nextDelayedTimestamp}.
+  the job and return its fields (and, when opts.children is set, the return
+  values of its completed children: its processed hash).
+  Returns {fields, jobId, rateLimitTtl, nextDelayedTimestamp, children}.
 ]]
 --- @include "enqueue"
 
@@ -36,7 +37,11 @@ local function prepareJobForProcessing(qk, jobId, timestamp, maxJobs, limiterDur
   rcall("HINCRBY", jobKey, "ats", 1)
   -- Wake another worker: there may be more jobs.
   addBaseMarker(qk .. "marker", false)
-  return {rcall("HGETALL", jobKey), jobId, 0, 0}
+  local children = {}
+  if opts["children"] then
+    children = rcall("HGETALL", jobKey .. ":processed")
+  end
+  return {rcall("HGETALL", jobKey), jobId, 0, 0, children}
 end
 
 local function popPrioritized(qk)

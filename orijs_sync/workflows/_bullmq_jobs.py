@@ -1,7 +1,8 @@
 """What the BullMQ provider's workers do with step jobs and workflow jobs, and how a
 failed workflow's error is read back from Redis by whichever process waits for it.
 
-Step job: results so far = ``flatten_child_results(job.get_children_values())``; run
+Step job: results so far = ``flatten_child_results(job._children_values())`` (read
+with the job as it was taken: the workers ask for them); run
 the step (or the members of a ``__parallel__:a,b`` group); return a result wrapper.
 On a failure that will not be retried: run the rollbacks of every completed step in
 reverse order (a parallel group's successful members first), store the OriJS failure
@@ -69,7 +70,7 @@ class JobProcessor:
         if data.get("type") != "step" or not isinstance(step_name, str) \
                 or not isinstance(flow_id, str):
             raise errors.UnrecoverableError(f"job {job.id} is not a workflow step job")
-        prior = flatten_child_results(job.get_children_values())
+        prior = flatten_child_results(job._children_values())
         ctx = self._context(workflow_name, flow_id, data, prior, step_name, job)
         parallel = step_name.startswith(PARALLEL_PREFIX)
         names = parallel_members(step_name) if parallel else [step_name]
@@ -93,7 +94,7 @@ class JobProcessor:
         flow_id = data.get("flowId")
         if data.get("type") != "workflow" or not isinstance(flow_id, str):
             raise errors.UnrecoverableError(f"job {job.id} is not a workflow job")
-        results = flatten_child_results(job.get_children_values())
+        results = flatten_child_results(job._children_values())
         definition = self.p._definitions.get(workflow_name)
         if definition is None or definition.on_complete is None:
             return results

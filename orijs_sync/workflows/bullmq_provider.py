@@ -135,6 +135,7 @@ class BullMQWorkflowProvider(ProviderBase):
                        lambda job: p.process_step(workflow_name, job), **options)
         flows = self._worker_class(self.flow_builder.workflow_queue(workflow_name),
                        lambda job: p.process_workflow(workflow_name, job), **options)
+        steps._fetch_children = flows._fetch_children = True   # read with each job
         self._workers[workflow_name] = (steps, flows)
         steps.start()
         flows.start()

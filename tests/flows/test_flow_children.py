@@ -243,3 +243,59 @@ def test_queue_add_with_a_parent_links_the_child(redis_url, namespace):
         with Worker(name, lambda j: j.data.get("n"), connection=redis_url):
             wait_until(lambda: q.get_job_state(child.id) == "completed")
         assert q.get_job(parent.id).get_children_values() == {child.key: 1}
+
+
+@pytest.mark.parametrize("chained", [False, True])
+def test_a_worker_that_asks_gets_the_children_values_with_the_job(flows, qn, redis_url,
+                                                                   chained):
+    """A worker asking for children values (as the workflow provider's do) gets them in
+    the reply that took the job, whether moveToActive took it or the finishing call of
+    its last child (``chained``: child and parent in one queue); a worker that does not
+    ask gets none (``Job._children_values`` then reads Redis)."""
+    child_queue = qn("p") if chained else qn("c")
+    node = flows.add({"name": "p", "queue_name": qn("p"), "children": [
+        {"name": f"c{i}", "queue_name": child_queue} for i in range(3)]})
+    seen: Dict[str, Any] = {}
+
+    def handler(job: Job) -> Any:
+        if job.name == "p":
+            seen["fetched"] = job._fetched_children
+            seen["values"] = job._children_values()
+            seen["read"] = job.get_children_values()
+        return {"from": job.name}
+
+    with QueueEvents(qn("p"), connection=redis_url) as events:
+        workers = [Worker(qn("p"), handler, connection=redis_url)]
+        if not chained:
+            workers.append(Worker(qn("c"), handler, connection=redis_url))
+        workers[0]._fetch_children = True
+        for w in workers:
+            w.start()
+        try:
+            node.job.wait_until_finished(events, timeout=20)
+        finally:
+            for w in workers:
+                w.close()
+    expected = {f"bull:{child_queue}:{c.job.id}": {"from": c.job.name} for c in node.children}
+    assert seen["read"] == expected
+    assert seen["values"] == expected
+    assert seen["fetched"] is not None and set(seen["fetched"]) == set(expected)
+
+
+def test_a_worker_that_does_not_ask_reads_children_values_from_redis(flows, qn, redis_url):
+    node = flows.add({"name": "p", "queue_name": qn("p"), "children": [
+        {"name": "c", "queue_name": qn("c")}]})
+    seen: Dict[str, Any] = {}
+
+    def handler(job: Job) -> Any:
+        if job.name == "p":
+            seen["fetched"] = job._fetched_children
+            seen["values"] = job._children_values()
+        return "v"
+
+    with QueueEvents(qn("p"), connection=redis_url) as events, \
+            Worker(qn("c"), handler, connection=redis_url), \
+            Worker(qn("p"), handler, connection=redis_url):
+        node.job.wait_until_finished(events, timeout=20)
+    assert seen == {"fetched": None,
+                    "values": {f"bull:{qn('c')}:{node.children[0].job.id}": "v"}}

@@ -3,10 +3,11 @@ read back by a provider that did not run the step, the Redis check before a time
 from __future__ import annotations
 
 import threading
+from typing import Any, List
 
 import pytest
 
-from orijs_sync import FlowProducer, Queue
+from orijs_sync import FlowProducer, Job, Queue
 from orijs_sync.workflows import Workflow, WorkflowFailedError, WorkflowTimeoutError
 from orijs_sync.workflows._registry import flow_hash
 from wf_helpers import GUARD, Journal, wait_until
@@ -147,3 +148,26 @@ def test_timeout_checks_redis_before_rejecting(bullmq):
     finally:
         unblock.set()
     assert first.result(timeout=GUARD) == {"a": 0}
+
+
+def test_steps_get_the_results_before_them_with_the_job_not_by_another_read(
+        bullmq, monkeypatch):
+    """Each step job and the workflow job come with their children's values, read in
+    the script call that took them: no read of the processed hash per job."""
+    reads: List[str] = []
+    original = Job.get_children_values
+
+    def counted(job: Job) -> Any:
+        reads.append(job.id)
+        return original(job)
+    monkeypatch.setattr(Job, "get_children_values", counted)
+    chain = (Workflow("Chain")
+             .step("a", lambda ctx: {"a": ctx.data["n"]})
+             .parallel(("b1", lambda ctx: ctx.get_result("a")["a"] + 1),
+                       ("b2", lambda ctx: ctx.get_result("a")["a"] + 2))
+             .step("c", lambda ctx: {"c": ctx.get_result("b1") * ctx.get_result("b2")}))
+    provider = bullmq(chain)
+    for n in (1, 5):
+        result = provider.execute(chain, {"n": n}).result(timeout=GUARD)
+        assert result["c"] == {"c": (n + 1) * (n + 2)}, result
+    assert reads == []
