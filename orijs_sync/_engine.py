@@ -299,11 +299,11 @@ class Engine:
             if id(w) in self._workers:
                 self._set_ready(w, at)
 
-    def fetched(self, w: "Worker", took: bool, ttl: int, next_delayed: int) -> None:
-        """After a fetch: one that took jobs looks again at once (there may be more; the
-        marker each take leaves is consumed by that look, as BullMQ's worker does); a
-        rate limit after its ttl;
-        else the queue waits on its marker until its drain delay (rounded up to the
+    def fetched(self, w: "Worker", full: bool, ttl: int, next_delayed: int) -> None:
+        """After a fetch: one that took all the jobs it asked for (``full``) looks again
+        at once (there may be more); a rate limit after its ttl; else (it found the
+        queue empty, and its script cleared the base marker the takes left) the queue
+        waits on its marker until its drain delay (rounded up to the
         next whole second, so that many queues look again in one pipelined call) or
         its next delayed job. A marker popped while the fetch was under way (a job
         added just after it looked) makes it look again at once."""
@@ -314,7 +314,7 @@ class Engine:
             self._listen(w)          # its slots changed: waited on only while it has free ones
             fired = id(w) in self._fired
             self._fired.discard(id(w))
-            if took or fired or ttl > 0:
+            if full or fired or ttl > 0:
                 self._set_ready(w, now + ttl / 1000.0)
                 return
             until = float(math.ceil(now + w.drain_delay)) if w.drain_delay >= 1 else \

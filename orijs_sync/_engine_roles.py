@@ -93,7 +93,7 @@ class Fetcher(Role):
         w._give_back_slots(taken - len(jobs), tell=False)   # fetched() looks at it next
         for job in jobs:
             w._dispatch(job)
-        self.e.fetched(w, bool(jobs), ttl, next_delayed)
+        self.e.fetched(w, bool(jobs) and len(jobs) == taken, ttl, next_delayed)
         if jobs:
             w._drained = False
         elif not w._drained and not ttl:

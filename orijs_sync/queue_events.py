@@ -387,13 +387,11 @@ class QueueEvents:
 
     def _current_run(self, queue: Any, job_id: str) -> Tuple[str, Any, Any, Tuple[int, int]]:
         """The job's state, returnvalue and failedReason, and the events stream's last id,
-        read atomically (MULTI): a finish of the current run is written after that id."""
-        pipe = queue.client.pipeline(transaction=True)
-        queue.scripts.run("getState", [queue.keys.base], [job_id], client=pipe)
-        pipe.hmget(queue.keys.job(job_id), "returnvalue", "failedReason")
-        pipe.xrevrange(queue.keys.events, count=1)
-        state, (returnvalue, failed_reason), last = pipe.execute()
-        return str(state), returnvalue, failed_reason, _stream_id(last[0][0] if last else "0-0")
+        read atomically (one script call): a finish of the current run is written after
+        that id."""
+        state, returnvalue, failed_reason, last = queue.scripts.run(
+            "currentRun", [queue.keys.base, queue.keys.events], [job_id])
+        return str(state), returnvalue, failed_reason, _stream_id(str(last))
 
     def _forget(self, queue: str, job_id: str, fut: "Future[Any]") -> None:
         with self._lock:

@@ -75,5 +75,9 @@ local function fetchNextJob(qk, timestamp, opts)
   if jobId then
     return prepareJobForProcessing(qk, jobId, timestamp, maxJobs, duration, opts)
   end
+  -- Nothing to take: the base marker (left by the last take, "there may be more")
+  -- is stale; a job added later sets it again. Without this every worker blocked
+  -- on the marker would wake to find nothing.
+  rcall("ZREM", qk .. "marker", "0")
   return {0, 0, 0, getNextDelayedTimestamp(qk .. "delayed") or 0}
 end

@@ -229,3 +229,25 @@ def test_a_wait_for_a_job_removed_on_completion_before_its_event_is_read(
         assert future.result(timeout=10) == 42
     finally:
         events.close()
+
+
+def test_a_wait_reads_the_jobs_current_run_in_one_round_trip(queue, events, redis_url,
+                                                             qname, r):
+    """Before it listens, a wait reads the job's state, outcome and the stream's last id
+    in one script call: no SCRIPT EXISTS and no MULTI per wait (each was one more round
+    trip on the caller's path); the answers stay those of the run it waits for."""
+    def calls(name: str) -> int:
+        return int(r.info("commandstats").get(f"cmdstat_{name}", {}).get("calls", 0))
+
+    with Worker(qname, lambda j: j.data["v"] * 2, connection=redis_url):
+        assert queue.add("x", {"v": 1}).wait_until_finished(events, timeout=10) == 2
+        before = {name: calls(name) for name in ("script|exists", "multi", "exec")}
+        done = [queue.add("x", {"v": v}) for v in range(2, 12)]
+        assert [j.wait_until_finished(events, timeout=10) for j in done] == \
+            [v * 2 for v in range(2, 12)]
+        failing = queue.add("x", {"v": {}})          # {} * 2 raises
+        with pytest.raises(errors.JobFailed):
+            failing.wait_until_finished(events, timeout=10)
+        # already finished: answered from the read alone
+        assert done[0].wait_until_finished(events, timeout=1) == 4
+    assert {name: calls(name) for name in ("script|exists", "multi", "exec")} == before

@@ -8,6 +8,7 @@ import sys
 import textwrap
 import threading
 import time
+from typing import List
 
 import pytest
 
@@ -241,3 +242,28 @@ def test_close_from_inside_a_handler_closes_once_the_handler_returns(queue, redi
     assert orijs_threads() == []
     assert queue.get_job(job.id).returnvalue == "done"
     assert queue.get_job_state(later.id) == "waiting"     # nothing fetched after close()
+
+
+def test_a_lone_job_costs_one_fetch(redis_url, qname, queue, r):
+    """A worker waiting on an empty queue takes a lone job in one moveToActive call: the
+    call that finds nothing more to take clears the base marker its take left, so the
+    worker neither looks again at once nor wakes on that marker to find nothing."""
+    fetches: List[str] = []
+    worker = Worker(qname, lambda job: job.data["i"], connection=redis_url, concurrency=4)
+    run = worker._run_hot_script
+
+    def counted(name, keys, args):
+        fetches.append(name)
+        return run(name, keys, args)
+    worker._run_hot_script = counted          # type: ignore[method-assign]
+    with worker:
+        wait_until(lambda: "moveToActive" in fetches)       # found the queue empty
+        time.sleep(0.2)
+        for i in range(3):
+            fetches.clear()
+            queue.add("x", {"i": i})
+            wait_until(lambda: queue.get_job_counts("completed")["completed"] == i + 1)
+            time.sleep(0.3)        # room for the extra look and the wake on a stale marker
+            assert fetches.count("moveToActive") == 1, fetches
+            assert fetches.count("moveToFinished") == 1, fetches
+    assert r.zscore(queue.keys.marker, "0") is None
