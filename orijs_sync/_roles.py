@@ -10,7 +10,7 @@ import logging
 import signal
 import threading
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, List, Optional
 
 from . import errors
 
@@ -28,10 +28,11 @@ class Role:
     """One background role. Subclasses implement ``loop()``: one step of work."""
 
     name = "role"
+    threads = 1              # threads running loop() (more for a role whose steps may overlap)
 
     def __init__(self, stop_event: threading.Event) -> None:
         self.stop_event = stop_event
-        self._thread: Optional[threading.Thread] = None
+        self._threads: List[threading.Thread] = []
         self.max_delay = 5.0     # cap of the pause after errors, in seconds
         self.probe: Optional[Callable[[], Any]] = None   # raises while Redis is down
 
@@ -74,20 +75,24 @@ class Role:
         """Hook for owners that publish errors (e.g. a worker's ``error`` listeners)."""
 
     def start(self, thread_name: str) -> None:
-        self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
-        self._thread.start()
+        """Start its threads: ``thread_name``, then ``thread_name-2``... for more."""
+        self._threads = [threading.Thread(target=self._run, daemon=True,
+                                          name=thread_name + (f"-{i + 1}" if i else ""))
+                         for i in range(self.threads)]
+        for thread in self._threads:
+            thread.start()
 
     def interrupt(self) -> None:
         """Cut a blocking call short; the stop event is already set."""
 
     def is_current_thread(self) -> bool:
-        return self._thread is threading.current_thread()
+        return threading.current_thread() in self._threads
 
     def join(self, timeout: Optional[float] = None) -> bool:
-        if self._thread is None:
-            return True
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(None if deadline is None else max(deadline - time.monotonic(), 0.0))
+        return not any(thread.is_alive() for thread in self._threads)
 
     def stop(self, deadline: Optional[float] = None) -> bool:
         """Join the thread (its stop event already set), interrupting its blocking call

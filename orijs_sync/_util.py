@@ -27,12 +27,16 @@ def to_ms(value: Optional[Seconds], name: str, *, allow_none: bool = True) -> Op
     return None if seconds is None else int(round(seconds * 1000))
 
 
+# One encoder for every call (json.dumps with options builds a new one each time).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def dumps(value: Any, what: str = "value", *, argument: bool = True) -> str:
     """Compact JSON as BullMQ writes it. A value JSON can't hold raises
     ``errors.InvalidArgumentType`` naming ``what`` (a plain ``TypeError`` when the value
     is not an argument but a result, e.g. what a step returned)."""
     try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return _ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
         message = f"{what} cannot be stored as JSON: {exc}"
         if not argument:

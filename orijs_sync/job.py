@@ -54,6 +54,10 @@ def _int(value: Optional[str], default: Optional[int] = None) -> Optional[int]:
     if value is None or value == "":
         return default
     try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
         return int(float(value))
     except (ValueError, OverflowError):
         return default
@@ -64,15 +68,23 @@ class Job(JobActionsMixin, FlowJobMixin):
 
     def __init__(self, queue: "QueueLike", job_id: str, name: str, data: Any,
                  opts: Optional[Dict[str, Any]] = None, timestamp: Optional[int] = None) -> None:
+        self._assign(queue, check.job_id(job_id), check.string(name, "name", non_empty=False),
+                     data, check.mapping(opts, "opts"),
+                     now_ms() if timestamp is None else
+                     check.integer(timestamp, "timestamp", minimum=0, maximum=check.MAX_INT))
+
+    def _assign(self, queue: "QueueLike", job_id: str, name: str, data: Any,
+                opts: Dict[str, Any], timestamp: int) -> None:
+        """Every attribute, from checked values (the constructor's arguments, or a hash
+        ``from_hash`` decoded)."""
         self.queue = queue
-        self.id = check.job_id(job_id)
-        self.name = check.string(name, "name", non_empty=False)
+        self.id = job_id
+        self.name = name
         self.data = data
-        self.opts: Dict[str, Any] = check.mapping(opts, "opts")
-        self.timestamp = now_ms() if timestamp is None \
-            else check.integer(timestamp, "timestamp", minimum=0, maximum=check.MAX_INT)
-        self.delay = int(self.opts.get("delay", 0) or 0)
-        self.priority = int(self.opts.get("priority", 0) or 0)
+        self.opts: Dict[str, Any] = opts
+        self.timestamp = timestamp
+        self.delay = int(opts.get("delay", 0) or 0)
+        self.priority = int(opts.get("priority", 0) or 0)
         self.progress: Any = 0
         self.returnvalue: Any = None
         self.failed_reason: Optional[str] = None
@@ -98,12 +110,42 @@ class Job(JobActionsMixin, FlowJobMixin):
         self._moved = False  # the handler moved the job itself (delayed, waiting-children)
         self._finishing = False  # its outcome is being written (its lock is going away)
         self._lock_until = float("inf")  # time.monotonic() when its lock runs out, unrenewed
+        # A taken job's hash as the script returned it (flat), decoded by _read_taken()
+        # on the thread that runs it, not on the one that took it
+        self._unread: Optional[List[str]] = None
 
     # -- (de)serialization -------------------------------------------------
     @classmethod
     def from_hash(cls, queue: "QueueLike", job_id: str, fields: Mapping[str, str]) -> "Job":
         """The job a hash holds. A hash that cannot be decoded still gives a Job, with
         ``problem`` naming the first bad field (a worker fails such a job at once)."""
+        job = cls._shell(queue, job_id)
+        job._load(fields)
+        return job
+
+    @classmethod
+    def _shell(cls, queue: "QueueLike", job_id: str) -> "Job":
+        """A job known by its id only, its fields to be loaded (the constructor's checks
+        are for arguments, not for what Redis holds)."""
+        job = cls.__new__(cls)
+        job._assign(queue, str(job_id), "", None, {}, 0)
+        return job
+
+    def _read_taken(self) -> None:
+        """Decode the hash a worker's script returned with this job (see ``_unread``); a
+        hash that cannot be decoded leaves ``problem`` set (the job then fails)."""
+        flat, self._unread = self._unread, None
+        if flat is None:
+            return
+        raw = dict(zip(flat[::2], flat[1::2]))
+        try:
+            self._load(raw)
+        except Exception as exc:  # noqa: BLE001 - a poison hash fails its job only
+            self.name = str(raw.get("name", ""))
+            self.problem = f"the job hash cannot be read: {exc}"
+
+    def _load(self, fields: Mapping[str, str]) -> None:
+        """Set every field from the job's hash, noting in ``problem`` what cannot be used."""
         problems: List[str] = []
         missing = [f for f in REQUIRED_FIELDS if f not in fields]
         if missing:
@@ -116,31 +158,34 @@ class Job(JobActionsMixin, FlowJobMixin):
         if opts_problem:
             problems.append(opts_problem)
             opts = {}
-        job = cls(queue, job_id, fields.get("name", ""), data, opts,
-                  _int(fields.get("timestamp"), 0))
-        job.delay = _int(fields.get("delay"), 0) or 0
-        job.priority = _int(fields.get("priority"), 0) or 0
-        job.progress = loads(fields.get("progress"), 0)
-        job.returnvalue = loads(fields.get("returnvalue"))
-        job.failed_reason = fields.get("failedReason")
+        timestamp = _int(fields.get("timestamp"), 0) or 0
+        if not 0 <= timestamp <= check.MAX_INT:
+            problems.append(f"timestamp is out of range: {timestamp}")
+            timestamp = 0
+        self.name, self.data, self.opts, self.timestamp = \
+            str(fields.get("name", "")), data, opts, timestamp
+        self.delay = _int(fields.get("delay"), 0) or 0
+        self.priority = _int(fields.get("priority"), 0) or 0
+        self.progress = loads(fields.get("progress"), 0)
+        self.returnvalue = loads(fields.get("returnvalue"))
+        self.failed_reason = fields.get("failedReason")
         stack = _json_field(fields, "stacktrace", [], problems)
         if not isinstance(stack, list) or not all(isinstance(s, str) for s in stack):
             problems.append(f"stacktrace is not a JSON list of strings: {stack!r:.80}")
             stack = []
-        job.stacktrace = stack
-        job.attempts_made = _int(fields.get("atm") or fields.get("attemptsMade"), 0) or 0
-        job.attempts_started = _int(fields.get("ats"), 0) or 0
-        job.stalled_counter = _int(fields.get("stc"), 0) or 0
-        job.processed_on = _int(fields.get("processedOn"))
-        job.finished_on = _int(fields.get("finishedOn"))
-        job.processed_by = fields.get("pb")
-        job.parent_key = fields.get("parentKey")
-        job.parent = _json_field(fields, "parent", None, problems)
-        job.repeat_job_key = fields.get("rjk")
-        job.deduplication_id = fields.get("deid")
-        job.deferred_failure = fields.get("defa")
-        job.problem = "; ".join(problems) or None
-        return job
+        self.stacktrace = stack
+        self.attempts_made = _int(fields.get("atm") or fields.get("attemptsMade"), 0) or 0
+        self.attempts_started = _int(fields.get("ats"), 0) or 0
+        self.stalled_counter = _int(fields.get("stc"), 0) or 0
+        self.processed_on = _int(fields.get("processedOn"))
+        self.finished_on = _int(fields.get("finishedOn"))
+        self.processed_by = fields.get("pb")
+        self.parent_key = fields.get("parentKey")
+        self.parent = _json_field(fields, "parent", None, problems)
+        self.repeat_job_key = fields.get("rjk")
+        self.deduplication_id = fields.get("deid")
+        self.deferred_failure = fields.get("defa")
+        self.problem = "; ".join(problems) or None
 
     def to_dict(self) -> Dict[str, Any]:
         """The job's fields under BullMQ's ``Job.asJSON`` names (for logs and the CLI)."""

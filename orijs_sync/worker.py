@@ -414,13 +414,11 @@ class Worker:
     def _job_from_reply(self, fields: List[str], job_id: str, token: str,
                         children: Optional[List[str]] = None) -> Job:
         """A job as a fetching script returns it (its hash's fields, id, lock token and,
-        when this worker asks for them, its processed children as a flat list)."""
-        raw = dict(zip(fields[::2], fields[1::2]))
-        try:
-            job = Job.from_hash(self.queue, str(job_id), raw)
-        except Exception as exc:  # noqa: BLE001 - a poison hash fails its job only
-            job = Job(self.queue, str(job_id), str(raw.get("name", "")), None)
-            job.problem = f"the job hash cannot be read: {exc}"
+        when this worker asks for them, its processed children as a flat list). Its hash
+        is decoded by the pool thread that runs it (``_run``): the thread that took it
+        (the fetcher, the finisher) goes back to Redis sooner."""
+        job = Job._shell(self.queue, str(job_id))
+        job._unread = fields
         job.token = token
         if self._fetch_children and children is not None:
             job._fetched_children = dict(zip(children[::2], children[1::2]))
@@ -443,6 +441,7 @@ class Worker:
             outcome = None
             _handling.worker = self       # close() from the handler must not wait for it
             try:
+                job._read_taken()
                 outcome = self._runner.process(job)
             except Exception:  # noqa: BLE001 - e.g. Redis down while retrying: the job will stall
                 log.exception("worker %s: unexpected error while processing job %s",

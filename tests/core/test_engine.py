@@ -64,7 +64,8 @@ def test_the_workers_of_a_group_share_one_set_of_threads(conn, group, namespace)
     try:
         roles = [t for t in engine_threads() if t not in before]
         assert sorted(roles) == ["orijs-fetcher-group", "orijs-finisher-group",
-                                 "orijs-lock-renewer-group", "orijs-stalled-checker-group"]
+                                 "orijs-finisher-group-2", "orijs-lock-renewer-group",
+                                 "orijs-stalled-checker-group"]
         queues = [Queue(n, connection=conn) for n in names]
         for i, q in enumerate(queues):
             q.add("x", {"i": i})
@@ -323,8 +324,9 @@ def test_a_worker_alone_keeps_its_own_named_threads(conn, namespace):
     name = f"alone-{namespace}"
     with Worker(name, lambda j: "ok", connection=conn, concurrency=3):
         roles = sorted(t for t in engine_threads() if t not in before)
-        assert roles == [f"orijs-{r}-{name}" for r in
-                         ("fetcher", "finisher", "lock-renewer", "stalled-checker")]
+        assert roles == sorted([f"orijs-{r}-{name}" for r in
+                                ("fetcher", "finisher", "lock-renewer", "stalled-checker")]
+                               + [f"orijs-finisher-{name}-2"])   # its second writer
     assert not [t for t in engine_threads() if t not in before]
 
 
@@ -519,3 +521,61 @@ def test_a_marker_popped_while_its_queue_is_being_fetched_is_not_lost(conn, name
         assert fired.wait(20)
         wait_until(lambda: Queue(late.name, connection=conn).get_job_counts(
             "completed")["completed"] == 1, 20)
+
+
+def test_two_finishing_writes_are_in_flight_each_with_half_the_concurrency(conn, namespace):
+    """While one finishing write is in Redis (held here), the finisher's other thread
+    writes the rest of the queue's outcomes, each batch at most half the concurrency:
+    the jobs of one batch run while the other is written."""
+    name = f"halves-{namespace}"
+    Queue(name, connection=conn).add_bulk([{"name": "x", "data": {"i": i}} for i in range(12)])
+    sizes: List[int] = []
+    held, release = threading.Event(), threading.Event()
+    together = threading.Barrier(4)
+
+    def handler(job):
+        if job.data["i"] < 4:
+            together.wait(20)             # the first four finish at once: none is alone
+        return job.data["i"]
+    worker = Worker(name, handler, connection=conn, concurrency=4)
+    run = worker._run_hot_script
+
+    def hooked(script, keys, args):
+        if script == "moveToFinished":
+            sizes.append(int(args[4]))
+            if not held.is_set():
+                held.set()
+                release.wait(30)          # the first write waits in "Redis"
+        return run(script, keys, args)
+    worker._run_hot_script = hooked       # type: ignore[method-assign]
+    counts = Queue(name, connection=conn)
+    try:
+        worker.start()
+        assert held.wait(20)
+        wait_until(lambda: counts.get_job_counts("completed")["completed"] >= 8, 20)
+    finally:
+        release.set()
+    wait_until(lambda: counts.get_job_counts("completed")["completed"] == 12, 20)
+    worker.close()
+    assert sizes and max(sizes) <= 2, sizes
+
+
+def test_taken_jobs_are_decoded_by_the_threads_that_run_them(conn, namespace, monkeypatch):
+    """The fetcher and the finisher hand a taken job's hash on undecoded: decoding (JSON
+    of data and opts...) is done by the pool thread that runs the job, so the threads
+    that go back to Redis do so sooner. A hash that cannot be decoded still fails its job."""
+    from orijs_sync.job import Job
+    decoded_on: List[str] = []
+    load = Job._load
+
+    def traced(job, fields):
+        decoded_on.append(threading.current_thread().name)
+        return load(job, fields)
+    monkeypatch.setattr(Job, "_load", traced)
+    name = f"decode-{namespace}"
+    queue = Queue(name, connection=conn)
+    queue.add_bulk([{"name": "x", "data": {"i": i}} for i in range(20)])
+    with Worker(name, lambda job: job.data["i"], connection=conn, concurrency=4):
+        wait_until(lambda: queue.get_job_counts("completed")["completed"] == 20, 20)
+    taken = [t for t in decoded_on if t.startswith("orijs-")]
+    assert len(taken) == 20 and all(t.startswith("orijs-worker-") for t in taken), taken
