@@ -34,11 +34,11 @@ import math
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 from . import _fork
 from ._engine_roles import IDLE_WAIT, Fetcher, Finisher, MarkerWatcher, PerQueue
+from ._handler_pool import HandlerPool
 from ._pools import join_threads
 from ._roles import Role
 from ._shards import deal
@@ -93,8 +93,7 @@ class Engine:
         self._threads_free = max_threads      # guarded by _slots_lock (a leaf lock)
         self._slots_lock = threading.Lock()
         self._state = "running"               # running -> stopped
-        self.executor = ThreadPoolExecutor(max_threads,
-                                           thread_name_prefix=f"orijs-worker-{label}")
+        self.executor = HandlerPool(max_threads, f"orijs-worker-{label}")
         self.finisher = Finisher(self)
         self._fetcher = Fetcher(self)
         self._roles: List[Role] = [self._fetcher, self.finisher,
@@ -202,8 +201,8 @@ class Engine:
         for role in self._roles:
             if not role.is_current_thread() and not role.stop(deadline):
                 log.warning("engine %s: %s did not stop in time", self.label, role.name)
-        threads = list(getattr(self.executor, "_threads", ()))
-        self.executor.shutdown(wait=False)
+        threads = self.executor.threads
+        self.executor.shutdown()
         if drained and me not in threads:
             join_threads(threads, deadline)
         for role in self._roles:
