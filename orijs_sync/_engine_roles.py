@@ -93,7 +93,7 @@ class Fetcher(Role):
         w._give_back_slots(taken - len(jobs), tell=False)   # fetched() looks at it next
         for job in jobs:
             w._dispatch(job)
-        self.e.fetched(w, bool(jobs) and len(jobs) == taken, ttl, next_delayed)
+        self.e.fetched(w, len(jobs) == taken, ttl, next_delayed)   # taken >= 1
         if jobs:
             w._drained = False
         elif not w._drained and not ttl:
@@ -353,4 +353,3 @@ class PerQueue(Role):
             return min(w.stalled_interval, w.max_reconnect_delay)
         w._stalled_done(reply)
         return w.stalled_interval
-

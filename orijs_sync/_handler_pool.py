@@ -24,7 +24,11 @@ class HandlerPool:
         self._tasks: "queue.SimpleQueue[Task]" = queue.SimpleQueue()
         self._lock = threading.Lock()      # guards the three fields below
         self._threads: List[threading.Thread] = []
-        self._idle = 0                     # threads done with their task, not yet claimed
+        # Threads done with their task, not yet claimed by a submit. A task queued past
+        # the cap is taken by the next thread to finish without claiming it, so the count
+        # may then exceed the truly idle threads; that only happens at the cap, where no
+        # thread is started anyway (a claimed task then waits for the next free thread).
+        self._idle = 0
         self._closed = False
 
     @property
