@@ -11,7 +11,8 @@
           dependencies key, repeat job key, "1" to wait for children
           ("" for each optional one left out)
   Returns one result per job: {id, 1 if that job existed already (a custom
-  id or a deduplication id in use) else 0}, or -5 when its parent is
+  id or a deduplication id in use) else 0, and for a job written now the id of
+  its "added" event}, or -5 when its parent is
   missing, -7 when a job with that id belongs to another parent.
 ]]
 local rcall = redis.call

@@ -18,6 +18,7 @@ class JobActionsMixin:
     queue: Any
     token: Optional[str]
     _moved: bool
+    _added_event: Optional[str]
 
     def _raise_for(self, code: Any, action: str) -> None:
         if isinstance(code, int) and code < 0:
@@ -36,6 +37,7 @@ class JobActionsMixin:
             [self.queue.keys.base, self.id, state, "1" if reset_attempts_made else "0",
              "1" if reset_attempts_started else "0"])
         self._raise_for(code, "retry")
+        self._added_event = None     # a new run: a wait reads which run is current
 
     def promote(self) -> None:
         """Run a delayed job now."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import math
 import threading
 import time
 from typing import Any, Callable, List, Optional
@@ -47,6 +48,9 @@ class Timer:
         self._cond = threading.Condition()   # guards _heap, _stale, _stopped
         self._heap: List[TimerHandle] = []
         self._stale = 0
+        # When the sleeping thread wakes by itself (-inf while it runs): an entry due
+        # later needs no wake-up (one per emit woke it on the emitter's path)
+        self._wakes_at = -math.inf
         self._seq = itertools.count()
         self._stopped = False
         self._started = False
@@ -59,6 +63,7 @@ class Timer:
         self._cond = threading.Condition()
         self._heap = []
         self._stale = 0
+        self._wakes_at = -math.inf
         self._thread = None
 
     def start(self) -> "Timer":
@@ -84,7 +89,7 @@ class Timer:
                 raise errors.ShutdownError(f"{self.name} is stopped")
             self._ensure_thread()
             heapq.heappush(self._heap, handle)
-            if self._heap[0] is handle:
+            if handle.deadline < self._wakes_at:
                 self._cond.notify()
         return handle
 
@@ -123,16 +128,15 @@ class Timer:
                     if self._stopped:
                         return
                     if not self._heap:
-                        self._cond.wait()
+                        self._sleep(math.inf)
                         continue
                     top = self._heap[0]
                     if top.cancelled:
                         heapq.heappop(self._heap)
                         self._stale -= 1
                         continue
-                    wait = top.deadline - time.monotonic()
-                    if wait > 0:
-                        self._cond.wait(min(wait, MAX_WAIT))   # never past the OS limit
+                    if top.deadline > time.monotonic():
+                        self._sleep(top.deadline)
                         continue
                     heapq.heappop(self._heap)
                     fn, top.fn = top.fn, None
@@ -140,6 +144,15 @@ class Timer:
                 fn()
             except Exception:  # noqa: BLE001 - one callback must not stop the timer
                 log.exception("%s: callback %r failed", self.name, fn)
+
+    def _sleep(self, until: float) -> None:
+        """Under ``_cond``, on the timer thread: wait until ``until`` (monotonic) or a
+        wake-up, never longer than the OS allows."""
+        self._wakes_at = min(until, time.monotonic() + MAX_WAIT)
+        try:
+            self._cond.wait(max(0.0, self._wakes_at - time.monotonic()))
+        finally:
+            self._wakes_at = -math.inf
 
     def stop(self) -> None:
         """Drop every entry without running it, stop the thread and join it."""

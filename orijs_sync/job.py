@@ -113,6 +113,9 @@ class Job(JobActionsMixin, FlowJobMixin):
         # A taken job's hash as the script returned it (flat), decoded by _read_taken()
         # on the thread that runs it, not on the one that took it
         self._unread: Optional[List[str]] = None
+        # The id of the "added" event its Queue.add wrote: every outcome of this run is
+        # written after it in the events stream (None when not added by this object)
+        self._added_event: Optional[str] = None
 
     # -- (de)serialization -------------------------------------------------
     @classmethod
@@ -127,8 +130,14 @@ class Job(JobActionsMixin, FlowJobMixin):
     def _shell(cls, queue: "QueueLike", job_id: str) -> "Job":
         """A job known by its id only, its fields to be loaded (the constructor's checks
         are for arguments, not for what Redis holds)."""
+        return cls._of_checked(queue, str(job_id), "", None, {}, 0)
+
+    @classmethod
+    def _of_checked(cls, queue: "QueueLike", job_id: str, name: str, data: Any,
+                    opts: Dict[str, Any], timestamp: int) -> "Job":
+        """A job from values checked already (an add's), without checking them again."""
         job = cls.__new__(cls)
-        job._assign(queue, str(job_id), "", None, {}, 0)
+        job._assign(queue, job_id, name, data, opts, timestamp)
         return job
 
     def _read_taken(self) -> None:
@@ -262,4 +271,4 @@ class Job(JobActionsMixin, FlowJobMixin):
 
     def wait_until_finished(self, events: "QueueEvents", timeout: Optional[float] = None) -> Any:
         """Block until the job completes (return value) or fails (raises ``JobFailed``)."""
-        return events.wait_for_job(self.queue, self.id, timeout=timeout)
+        return events._wait(self.queue, self.id, timeout, self._added_event)

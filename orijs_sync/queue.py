@@ -12,7 +12,7 @@ from ._job_flow import attach_to_parent
 from ._queue_control import QueueControlMixin
 from ._queue_schedulers import SchedulerQueueMixin
 from ._util import dumps, now_ms
-from .connection import ConnectionLike, ConnectionOwner
+from .connection import ConnectionLike, ConnectionOwner, RedisConnection
 from .job import Job
 from .keys import QueueKeys
 from .metrics import MonitoringMixin
@@ -50,22 +50,20 @@ class AddCall:
                      "1" if wait_children else ""]
 
     @staticmethod
-    def run_batch(calls: Sequence["AddCall"], scripts: Scripts, client: Any = None) -> Any:
-        """One script call adding every job of ``calls`` (all of one queue)."""
+    def run_batch(calls: Sequence["AddCall"], scripts: Scripts,
+                  connection: RedisConnection) -> List[Any]:
+        """One script call adding every job of ``calls`` (all of one queue): a result
+        for each (see ``check_add_result``)."""
         k = calls[0].keys
         args: List[Any] = [k.base, len(calls)]
         for call in calls:
             args += call.args
-        return scripts.run("addJob", [k.meta, k.id, k.events], args, client=client)
-
-    def run(self, scripts: Scripts, client: Any = None) -> Any:
-        """Add this job alone; returns its id or a negative code (inside a pipeline,
-        the pipeline's reply for it is a one-item list)."""
-        reply = self.run_batch([self], scripts, client)
-        return reply[0] if isinstance(reply, list) else reply
+        return cast(List[Any], connection.run_script(scripts, "addJob",
+                                                     [k.meta, k.id, k.events], args))
 
     def job(self, queue: "Queue", job_id: str) -> Job:
-        return Job(queue, str(job_id), self.name, self.data, self.opts, self.timestamp)
+        return Job._of_checked(queue, str(job_id), self.name, self.data, self.opts,
+                               self.timestamp)
 
 
 def check_add_result(result: Any, what: str) -> "tuple[str, bool]":
@@ -74,8 +72,7 @@ def check_add_result(result: Any, what: str) -> "tuple[str, bool]":
         reasons = {-5: "its parent job does not exist",
                    -7: "a job with that id exists with another parent"}
         raise errors.ScriptError(f"could not add {what}: {reasons.get(result, result)}", result)
-    job_id, existed = result
-    return str(job_id), bool(existed)
+    return str(result[0]), bool(result[1])
 
 
 class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin, MonitoringMixin):
@@ -121,7 +118,7 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin, MonitoringM
         """Add one job. Options are keywords (``delay`` in seconds, ``priority``, ``attempts``,
         ``backoff``, ``job_id``, ``remove_on_complete``...). Nothing is written on bad input."""
         call = self._add_call(name, {} if data is None else data, opts)
-        return self._added(call, call.run(self.scripts))
+        return self._added(call, AddCall.run_batch([call], self.scripts, self.connection)[0])
 
     def add_bulk(self, jobs: Iterable[Mapping[str, Any]]) -> List[Job]:
         """Add many jobs in one round trip (one atomic script call): ``[{"name", "data", "opts"}]``."""
@@ -139,7 +136,7 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin, MonitoringM
                                         spec.get("opts"), f"{where}.opts"))
         if not calls:
             return []
-        results = AddCall.run_batch(calls, self.scripts)
+        results = AddCall.run_batch(calls, self.scripts, self.connection)
         return [self._added(call, result) for call, result in zip(calls, results)]
 
     def _added(self, call: AddCall, result: Any) -> Job:
@@ -149,7 +146,10 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin, MonitoringM
             job = self.get_job(job_id)
             if job is not None:
                 return job
-        return call.job(self, job_id)
+        job = call.job(self, job_id)
+        if not existed and len(result) > 2:
+            job._added_event = str(result[2])
+        return job
 
     # -- reading -----------------------------------------------------------
     def get_job(self, job_id: str) -> Optional[Job]:

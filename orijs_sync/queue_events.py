@@ -125,6 +125,7 @@ class QueueEvents:
         self._lock = threading.Lock()   # guards _streams, _listeners, _waiters, _generation...
         self._changed = threading.Condition(self._lock)   # streams added, positions advanced
         self._streams: Dict[str, Tuple[str, str]] = {}        # stream key -> (queue, last id)
+        self._starts: Dict[str, Tuple[int, int]] = {}         # stream key -> read after this id
         self._shard_of: Dict[str, int] = {}                   # stream key -> its tailer's shard
         self._shard_keys: Dict[int, List[str]] = {}           # shard -> its stream keys
         self._added = 0             # streams ever added (deals out the shards)
@@ -139,6 +140,7 @@ class QueueEvents:
         # perhaps removed on completion): bounded, oldest dropped first.
         self._recent: "OrderedDict[Tuple[str, str], QueueEvent]" = OrderedDict()
         self._recent_max = recent_outcomes
+        self._evicted = (0, 0)     # the highest stream id of an outcome dropped from _recent
         self._stop = threading.Event()
         self._tailers: Dict[int, _Tailer] = {}    # by shard
         self._started = False
@@ -187,6 +189,7 @@ class QueueEvents:
             if key in self._streams:
                 return
             self._streams[key] = (name, start)
+            self._starts[key] = _stream_id(start)
             shard = self._shard_of[key] = self._next_shard()
             self._shard_keys.setdefault(shard, []).append(key)
             self._generation += 1
@@ -232,6 +235,7 @@ class QueueEvents:
         with self._lock:
             key = QueueKeys(self.prefix, name).events
             self._streams.pop(key, None)
+            self._starts.pop(key, None)
             shard = self._shard_of.pop(key, None)
             if shard is not None:
                 self._shard_keys[shard].remove(key)
@@ -334,15 +338,20 @@ class QueueEvents:
             self._recent[key] = ev
             self._recent.move_to_end(key)
             while len(self._recent) > self._recent_max:
-                self._recent.popitem(last=False)
+                dropped = _stream_id(self._recent.popitem(last=False)[1].id)
+                self._evicted = max(self._evicted, dropped)
         for fut in futures:
             _settle_from_event(fut, ev)
 
     def wait_for_job(self, queue: Any, job_id: str, timeout: Optional[float] = None) -> Any:
         """The job's return value once it completes; raises ``JobFailed`` if it fails,
         ``errors.TimeoutError`` after ``timeout`` seconds."""
+        return self._wait(queue, job_id, timeout, None)
+
+    def _wait(self, queue: Any, job_id: str, timeout: Optional[float],
+              added_event: Optional[str]) -> Any:
         timeout = wait_timeout(timeout)
-        fut = self.job_future(queue, job_id)
+        fut = self._job_future(queue, job_id, added_event)
         try:
             return result_or_named_timeout(fut, timeout, f"queue {queue.name!r}", str(job_id))
         finally:
@@ -353,6 +362,12 @@ class QueueEvents:
         has). Redis answers first: a remembered outcome is used only for a job whose hash
         is gone (removed on finishing), so a retried job or a reused id never gets the
         outcome of an earlier run."""
+        return self._job_future(queue, job_id, None)
+
+    def _job_future(self, queue: Any, job_id: str, added_event: Optional[str]) -> "Future[Any]":
+        """``added_event``: the id of the "added" event of the run waited for, when this
+        process added it; the run's outcome is then told apart without asking Redis
+        (see ``_floor_of_added``)."""
         if self._closed:
             raise errors.ShutdownError("QueueEvents is closed")
         if not all(hasattr(queue, a) for a in ("name", "keys", "client", "get_job_state")):
@@ -363,8 +378,15 @@ class QueueEvents:
         self.resume_after_fork()
         fut: "Future[Any]" = Future()
         key = (queue.name, str(job_id))
-        with self._lock:   # registered first, deaf until it knows which run it waits for
-            self._waiters.setdefault(key, []).append((fut, _UNKNOWN_RUN))
+        with self._lock:
+            floor = self._floor_of_added(queue, added_event)
+            seen = self._recent.get(key)
+            if floor is not None and seen is not None and _stream_id(seen.id) > floor:
+                floor = None   # it ended before the wait: Redis tells which run is current
+            # without a floor: registered first, deaf until it knows which run it waits for
+            self._waiters.setdefault(key, []).append((fut, floor or _UNKNOWN_RUN))
+        if floor is not None:
+            return fut
         state, returnvalue, failed_reason, floor = self._current_run(queue, str(job_id))
         if state == "unknown":   # gone (removed on finishing): any outcome of its id settles
             floor = (0, 0)       # it, even one written before the wait but not read yet
@@ -384,6 +406,18 @@ class QueueEvents:
         if fut.done():
             self._forget(queue.name, str(job_id), fut)
         return fut
+
+    def _floor_of_added(self, queue: Any,
+                        added_event: Optional[str]) -> Optional[Tuple[int, int]]:
+        """Under ``_lock``: the id of the run's "added" event when it tells the run's
+        outcome apart without Redis: the stream is read from before it, and no outcome
+        read after it has been dropped from ``_recent``, so an outcome of the run is in
+        ``_recent`` (read already) or still to be read."""
+        start = self._starts.get(queue.keys.events)
+        if added_event is None or start is None:
+            return None
+        added = _stream_id(added_event)
+        return added if start <= added and self._evicted < added else None
 
     def _current_run(self, queue: Any, job_id: str) -> Tuple[str, Any, Any, Tuple[int, int]]:
         """The job's state, returnvalue and failedReason, and the events stream's last id,

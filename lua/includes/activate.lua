@@ -35,8 +35,13 @@ local function prepareJobForProcessing(qk, jobId, timestamp, maxJobs, limiterDur
     rcall("HSET", jobKey, "processedOn", timestamp)
   end
   rcall("HINCRBY", jobKey, "ats", 1)
-  -- Wake another worker: there may be more jobs.
-  addBaseMarker(qk .. "marker", false)
+  -- Wake another worker when more jobs wait; with none left, drop the base marker,
+  -- which would only wake a worker (or this one's fetcher) to find nothing.
+  if rcall("LLEN", qk .. "wait") > 0 or rcall("ZCARD", qk .. "prioritized") > 0 then
+    addBaseMarker(qk .. "marker", false)
+  else
+    rcall("ZREM", qk .. "marker", "0")
+  end
   local children = {}
   if opts["children"] then
     children = rcall("HGETALL", jobKey .. ":processed")

@@ -5,8 +5,8 @@
 ]]
 --- @include "enqueue"
 
--- Returns {job id, 1 if the job existed already (nothing added) else 0}, or
--- -5 (parent missing), -7 (the id belongs to another parent).
+-- Returns {job id, 1 if the job existed already (nothing added) else 0, and for a
+-- job added now the id of its "added" event}, or -5 (parent missing), -7 (the id belongs to another parent).
 local function addJob(qk, maxEvents, jobId, name, timestamp, data, optsJson, parentKey,
                       parentJson, parentDepsKey, repeatJobKey, waitChildren)
   local eventsKey = qk .. "events"
@@ -57,7 +57,7 @@ local function addJob(qk, maxEvents, jobId, name, timestamp, data, optsJson, par
     table.insert(fields, "deid"); table.insert(fields, de["id"])
   end
   rcall("HSET", jobKey, unpack(fields))
-  rcall("XADD", eventsKey, "*", "event", "added", "jobId", jobId, "name", name)
+  local added = rcall("XADD", eventsKey, "*", "event", "added", "jobId", jobId, "name", name)
 
   if waitChildren then
     rcall("ZADD", qk .. "waiting-children", timestamp, jobId)
@@ -70,5 +70,5 @@ local function addJob(qk, maxEvents, jobId, name, timestamp, data, optsJson, par
   if parentDepsKey then
     rcall("SADD", parentDepsKey, jobKey)
   end
-  return {jobId, 0}
+  return {jobId, 0, added}
 end

@@ -35,7 +35,7 @@ def test_an_error_reply_in_a_pipeline_is_a_library_error(queue, events, r):
     r.delete(queue.keys.events)
     r.set(queue.keys.events, "not a stream")
     with pytest.raises(errors.OrijsError, match="WRONGTYPE") as excinfo:
-        job.wait_until_finished(events, timeout=1)
+        events.wait_for_job(queue, job.id, timeout=1)     # reads the job's run first
     _wrapped(excinfo)
 
 

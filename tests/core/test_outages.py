@@ -343,3 +343,16 @@ def test_a_lock_that_ran_out_during_a_long_outage_is_reported_and_never_overwrit
     assert_recorded_once(queue, r, job.id, "second", [])
     queue.close()
     r.close()
+
+
+def test_the_first_add_after_redis_restarts_succeeds(aof_redis):
+    """``Queue.add`` writes on a raw connection kept between calls: one Redis closed
+    (a restart) is found closed before the write and opened again, as redis-py's pool
+    does, so the add neither fails nor runs twice."""
+    with Queue("restart", connection=aof_redis.url) as queue:
+        queue.add("x", {})
+        aof_redis.halt()
+        aof_redis.restart()
+        job = queue.add("x", {})
+        assert queue.get_job(job.id) is not None
+        assert queue.get_job_counts("waiting")["waiting"] == 2

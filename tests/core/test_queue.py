@@ -121,3 +121,29 @@ def test_adding_an_existing_id_returns_the_job_as_stored(queue):
     assert (again.name, again.data, again.attempts) == ("first", {"v": 1}, 2)
     bulk = queue.add_bulk([{"name": "third", "data": {"v": 3}, "opts": {"job_id": "same"}}])
     assert bulk[0].data == {"v": 1}
+
+
+def test_adds_from_many_threads_share_a_few_connections_given_back(redis_url, qname):
+    """``Queue.add`` leases a raw connection per call (no thread keeps one): as many as
+    the adds under way at once, each given back, closed with the queue."""
+    import threading
+    with Queue(qname, connection=redis_url) as queue:
+        threads = [threading.Thread(target=lambda: [queue.add("x", {}) for _ in range(50)])
+                   for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert queue.count() == 400
+        made = list(queue.connection._direct)
+        assert 1 <= len(made) <= 8
+        assert sorted(map(id, queue.connection._free)) == sorted(map(id, made))
+    assert all(getattr(conn, "_sock", None) is None for conn in made)
+
+
+def test_adds_keep_to_max_connections_when_it_is_set(redis_url, qname):
+    with Queue(qname, connection={"url": redis_url, "max_connections": 2}) as queue:
+        for _ in range(3):
+            queue.add("x", {})
+        assert queue.count() == 3
+        assert queue.connection._direct == []

@@ -1,6 +1,7 @@
 """QueueEvents: one thread over many streams, listeners and waits."""
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -251,3 +252,76 @@ def test_a_wait_reads_the_jobs_current_run_in_one_round_trip(queue, events, redi
         # already finished: answered from the read alone
         assert done[0].wait_until_finished(events, timeout=1) == 4
     assert {name: calls(name) for name in ("script|exists", "multi", "exec")} == before
+
+
+def test_a_wait_on_a_job_this_process_added_asks_redis_nothing(queue, events, redis_url,
+                                                               qname, monkeypatch):
+    """``Queue.add`` knows the id of its job's "added" event. Every outcome of that run
+    is written after it, and the events thread reads the stream from before it, so a
+    wait that starts before the run ends listens without reading the job's state first
+    (one round trip less on the request-response path). A wait that starts after the
+    outcome was read asks Redis which run is current."""
+    reads: list = []
+    real = QueueEvents._current_run
+
+    def counted(self, q, job_id):
+        reads.append(job_id)
+        return real(self, q, job_id)
+    monkeypatch.setattr(QueueEvents, "_current_run", counted)
+    gate = threading.Event()
+    with Worker(qname, lambda j: gate.wait(10) and j.data["v"] * 2, connection=redis_url,
+                concurrency=4):
+        jobs = [queue.add("x", {"v": v}) for v in range(3)]
+        events.catch_up(5)        # the thread has read past their "added" events
+        waits = [events._job_future(queue, j.id, j._added_event) for j in jobs]
+        gate.set()
+        assert [f.result(timeout=10) for f in waits] == [0, 2, 4]
+        assert reads == []
+        wait_until(lambda: (qname, jobs[1].id) in events._recent)
+        assert jobs[1].wait_until_finished(events, timeout=5) == 2
+        assert reads == [jobs[1].id]
+
+
+def test_a_wait_listening_without_a_read_ignores_an_earlier_run_of_its_id(
+        queue, redis_url, qname, monkeypatch):
+    """A run of the same id removed on finishing, its outcome still unread by the events
+    thread, does not settle the wait on the next run."""
+    first = queue.add("x", {"v": "first"}, job_id="dup", remove_on_complete=True)
+    with Worker(qname, lambda j: j.data["v"], connection=redis_url):
+        wait_until(lambda: queue.get_job(first.id) is None)
+    gate = threading.Event()
+    real = QueueEvents._deliver
+
+    def held(self, *args):
+        gate.wait(10)
+        return real(self, *args)
+    monkeypatch.setattr(QueueEvents, "_deliver", held)
+    with QueueEvents(qname, connection=redis_url, last_event_id="0-0") as events:
+        second = queue.add("x", {"v": "second"}, job_id="dup")
+        assert second._added_event is not None
+        future = events._job_future(queue, second.id, second._added_event)
+        gate.set()             # the thread now reads the first run's outcome, then more
+        events.catch_up(5)
+        assert not future.done()
+        with Worker(qname, lambda j: j.data["v"], connection=redis_url):
+            assert future.result(timeout=10) == "second"
+
+
+def test_a_job_id_that_existed_gives_no_added_event(queue):
+    queue.add("x", {}, job_id="same")
+    again = queue.add("x", {}, job_id="same")
+    assert again._added_event is None
+
+
+def test_a_wait_after_its_outcome_left_the_remembered_ones_reads_redis(queue, redis_url,
+                                                                       qname):
+    """The outcome of a job added here was read and then dropped from the bounded
+    memory of recent outcomes: the wait cannot listen for it, so it reads Redis."""
+    with QueueEvents(qname, connection=redis_url, recent_outcomes=2) as events:
+        with Worker(qname, lambda j: j.data["v"], connection=redis_url):
+            first = queue.add("x", {"v": "first"})
+            later = [queue.add("x", {"v": v}) for v in range(4)]
+            assert later[-1].wait_until_finished(events, timeout=10) == 3
+            events.catch_up(5)
+            assert (qname, first.id) not in events._recent
+            assert first.wait_until_finished(events, timeout=5) == "first"

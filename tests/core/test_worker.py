@@ -267,3 +267,44 @@ def test_a_lone_job_costs_one_fetch(redis_url, qname, queue, r):
             assert fetches.count("moveToActive") == 1, fetches
             assert fetches.count("moveToFinished") == 1, fetches
     assert r.zscore(queue.keys.marker, "0") is None
+
+
+def test_a_take_leaves_the_base_marker_only_while_more_jobs_wait(redis_url, qname, queue, r):
+    """A take sets the base marker ("there may be more") only when more jobs wait, and
+    drops it when none is left: a marker left on an empty queue woke every worker
+    blocked on it (and this worker's own fetcher) to find nothing."""
+    worker = Worker(qname, lambda job: None, connection=redis_url)     # never started
+    try:
+        x = queue.add("x", {})
+        y = queue.add("y", {}, priority=3)
+        assert r.zscore(queue.keys.marker, "0") == 0
+        assert [j.id for j in worker._move_to_active(1)[0]] == [x.id]
+        assert r.zscore(queue.keys.marker, "0") == 0         # "y" still waits
+        assert [j.id for j in worker._move_to_active(1)[0]] == [y.id]
+        assert r.zscore(queue.keys.marker, "0") is None
+    finally:
+        worker.close()
+
+
+def test_a_parent_its_last_childs_write_takes_costs_no_fetch(redis_url, qname, queue):
+    """The write of a flow's last child moves the parent to wait and takes it in the
+    same call; the fetcher is not woken to look again."""
+    from orijs_sync import FlowProducer
+    fetches: List[str] = []
+    worker = Worker(qname, lambda job: job.name, connection=redis_url, concurrency=2)
+    run = worker._run_hot_script
+
+    def counted(name, keys, args):
+        fetches.append(name)
+        return run(name, keys, args)
+    worker._run_hot_script = counted          # type: ignore[method-assign]
+    with worker, FlowProducer(connection=redis_url) as flows:
+        wait_until(lambda: "moveToActive" in fetches)       # found the queue empty
+        time.sleep(0.2)
+        fetches.clear()
+        node = flows.add({"name": "parent", "queue_name": qname,
+                          "children": [{"name": "child", "queue_name": qname}]})
+        wait_until(lambda: queue.get_job_state(node.job.id) == "completed")
+        time.sleep(0.3)              # room for a wake on a stale marker
+        assert fetches.count("moveToActive") == 1, fetches
+        assert fetches.count("moveToFinished") == 2, fetches

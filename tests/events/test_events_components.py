@@ -198,6 +198,38 @@ def test_timer_runs_in_deadline_order_and_compacts():
         timer.call_later(1, lambda: None)
 
 
+def test_an_entry_due_after_the_timers_next_wake_up_does_not_wake_its_thread():
+    """The timer thread sleeps until its first deadline. An entry due later (each
+    emit's timeout, its earlier one cancelled) leaves it asleep: waking it, once per
+    emit, put one more thread on the emitter's path. An earlier entry wakes it, and
+    every entry still runs on time."""
+    woken = []
+
+    class Counting(threading.Condition):
+        def wait(self, timeout=None):
+            result = super().wait(timeout)
+            woken.append(time.monotonic())
+            return result
+    timer = Timer("orijs-test-timer")
+    timer._cond = Counting()
+    timer.start()
+    try:
+        first = timer.call_later(30, lambda: None)          # the thread now sleeps 30 s
+        wait_until(lambda: timer._wakes_at > time.monotonic() + 20)
+        woken.clear()
+        for _ in range(50):                                  # emits one after the other
+            timer.cancel(first)
+            first = timer.call_later(30, lambda: None)
+        time.sleep(0.2)
+        assert woken == []
+        ran = threading.Event()
+        timer.call_later(0.05, ran.set)                      # due sooner: wakes it
+        assert ran.wait(5)
+        assert woken
+    finally:
+        timer.stop()
+
+
 def test_timer_survives_a_failing_callback():
     timer = Timer("orijs-test-timer").start()
     try:
