@@ -132,7 +132,7 @@ class FlowProducer(ConnectionOwner):
             k = planned.queue.keys
             keys += [k.meta, k.id, k.events]
             args += [k.base, *planned.call.args]
-        reply = self.scripts.run("addFlow", keys, args)
+        reply = self.connection.run_script(self.scripts, "addFlow", keys, args)
         if reply and isinstance(reply[0], int):
             code, index = reply
             planned = ordered[index - 1]
