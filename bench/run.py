@@ -285,6 +285,7 @@ def targets(results: Dict) -> List[str]:
         if got is None:
             lines.append(f"- {label}: not measured")
             return
+        got = round(got, 2)     # judged as shown: 373.9 bytes against 374.0 is 1.00 ×
         ok = got <= bar if lower else got >= bar
         shown = f"{got:.2f} {unit}".strip()
         lines.append(f"- {label}: {shown} (bar {'≤' if lower else '≥'} {bar:g}{' ' + unit if unit != '×' else ' ×'}) "
