@@ -6,7 +6,8 @@
 --- @include "enqueue"
 
 -- Returns {job id, 1 if the job existed already (nothing added) else 0, and for a
--- job added now the id of its "added" event}, or -5 (parent missing), -7 (the id belongs to another parent).
+-- job added now the id of its "added" event}, or -5 (parent missing), -7 (the id
+-- belongs to another parent).
 local function addJob(qk, maxEvents, jobId, name, timestamp, data, optsJson, parentKey,
                       parentJson, parentDepsKey, repeatJobKey, waitChildren)
   local eventsKey = qk .. "events"
