@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Collection, Mapping
 from datetime import timedelta
-from typing import Any, Collection, Dict, Literal, Mapping, NoReturn, Optional, cast, overload
+from typing import Any, Dict, Literal, NoReturn, Optional, cast, overload
 
 from . import errors
 

@@ -6,7 +6,8 @@ Every check happens before anything is written.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, cast
+from collections.abc import Mapping
+from typing import Any, Dict, Optional, cast
 
 from . import _validate as check
 from ._util import to_ms
