@@ -215,7 +215,7 @@ def test_an_entry_due_after_the_timers_next_wake_up_does_not_wake_its_thread():
     timer.start()
     try:
         first = timer.call_later(30, lambda: None)          # the thread now sleeps 30 s
-        wait_until(lambda: timer._wakes_at > time.monotonic() + 20)
+        wait_until(lambda: timer._wakes_at == first.deadline)   # asleep until it
         woken.clear()
         for _ in range(50):                                  # emits one after the other
             timer.cancel(first)
