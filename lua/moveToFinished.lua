@@ -47,8 +47,7 @@ if wanted > 0 then
     table.insert(jobs, {nextJob[1], nextJob[2], opts["token"], nextJob[5]})
   end
 end
-if #jobs == 0 and rcall("LLEN", qk .. "wait") == 0 and rcall("LLEN", KEYS[1]) == 0
-   and rcall("ZCARD", qk .. "prioritized") == 0 then
+if #jobs == 0 and not jobsWaiting(qk) and rcall("LLEN", KEYS[1]) == 0 then
   rcall("XADD", KEYS[2], "*", "event", "drained")
 end
 return {codes, jobs}

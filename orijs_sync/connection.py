@@ -222,11 +222,15 @@ class RedisConnection:
         thread keeps its connection until ``close()``."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            pool = self.client.connection_pool
-            conn = pool.connection_class(**pool.connection_kwargs)
-            with self._direct_lock:
-                self._direct.append(conn)
-            self._local.conn = conn
+            conn = self._local.conn = self._new_direct()
+        return cast(redis.connection.AbstractConnection, conn)
+
+    def _new_direct(self) -> redis.connection.AbstractConnection:
+        """A raw connection of this pool's options, closed with this connection."""
+        pool = self.client.connection_pool
+        conn = pool.connection_class(**pool.connection_kwargs)
+        with self._direct_lock:
+            self._direct.append(conn)
         return cast(redis.connection.AbstractConnection, conn)
 
     def run_script(self, scripts: Any, name: str, keys: List[str], args: List[Any]) -> Any:
@@ -252,18 +256,15 @@ class RedisConnection:
         with self._direct_lock:
             conn = self._free.pop() if self._free else None
         if conn is None:
-            pool = self.client.connection_pool
-            conn = pool.connection_class(**pool.connection_kwargs)
-            with self._direct_lock:
-                self._direct.append(conn)
-        elif getattr(conn, "_sock", None) is not None:
+            return self._new_direct()
+        if getattr(conn, "_sock", None) is not None:
             try:
                 stale = conn.can_read(timeout=0)
             except (redis.exceptions.ConnectionError, OSError):
                 stale = True
             if stale:      # nothing is owed on a free connection: data means it is dead
                 conn.disconnect()  # type: ignore[no-untyped-call]
-        return cast(redis.connection.AbstractConnection, conn)
+        return conn
 
     def ping(self) -> None:
         self.client.ping()

@@ -147,7 +147,7 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin, MonitoringM
             if job is not None:
                 return job
         job = call.job(self, job_id)
-        if not existed and len(result) > 2:
+        if not existed:
             job._added_event = str(result[2])
         return job
 

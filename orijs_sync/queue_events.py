@@ -384,7 +384,8 @@ class QueueEvents:
             if floor is not None and seen is not None and _stream_id(seen.id) > floor:
                 floor = None   # it ended before the wait: Redis tells which run is current
             # without a floor: registered first, deaf until it knows which run it waits for
-            self._waiters.setdefault(key, []).append((fut, floor or _UNKNOWN_RUN))
+            self._waiters.setdefault(key, []).append(
+                (fut, _UNKNOWN_RUN if floor is None else floor))
         if floor is not None:
             return fut
         state, returnvalue, failed_reason, floor = self._current_run(queue, str(job_id))

@@ -20,6 +20,11 @@ local function rateLimitTtl(maxJobs, limiterKey)
   return 0
 end
 
+-- Jobs left to take (in wait or prioritized)?
+local function jobsWaiting(qk)
+  return rcall("LLEN", qk .. "wait") > 0 or rcall("ZCARD", qk .. "prioritized") > 0
+end
+
 local function prepareJobForProcessing(qk, jobId, timestamp, maxJobs, limiterDuration, opts)
   local jobKey = qk .. jobId
   if maxJobs then
@@ -37,7 +42,7 @@ local function prepareJobForProcessing(qk, jobId, timestamp, maxJobs, limiterDur
   rcall("HINCRBY", jobKey, "ats", 1)
   -- Wake another worker when more jobs wait; with none left, drop the base marker,
   -- which would only wake a worker (or this one's fetcher) to find nothing.
-  if rcall("LLEN", qk .. "wait") > 0 or rcall("ZCARD", qk .. "prioritized") > 0 then
+  if jobsWaiting(qk) then
     addBaseMarker(qk .. "marker", false)
   else
     rcall("ZREM", qk .. "marker", "0")
