@@ -21,7 +21,7 @@ import contextlib
 import logging
 import select
 import threading
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, cast
 
 import redis
 from redis.backoff import NoBackoff
@@ -262,6 +262,17 @@ class ClusterBlockingClient(BlockingClient):
         if reader is not None:
             sockets += reader.sockets()
         return [s for s in sockets if s is not None]
+
+    def bzpopmin(self, keys: List[str], timeout: float) -> Optional[List[str]]:
+        popped: Any = self.client.bzpopmin(keys, timeout=timeout)
+        return [str(part) for part in popped] if popped else None
+
+    def xread(self, streams: Mapping[str, str], block_ms: int, count: int) -> Any:
+        """Through the cluster client, which reads every node owning some streams."""
+        return self.client.xread(cast(Any, streams), block=block_ms, count=count) or []
+
+    def call(self, *command: Any) -> Any:
+        return self.client.execute_command(*command)
 
     def close(self) -> None:
         reader = getattr(self.client, "node_streams", None)

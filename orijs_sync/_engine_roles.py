@@ -38,7 +38,7 @@ class Fetcher(Role):
         self.blocking = engine.connection.blocking_client(engine.longest_block,
                                                           engine.client_name)
         try:   # connect now: a named connection lists the worker (getWorkers) at once
-            self.blocking.client.ping()
+            self.blocking.call("PING")
         except errors.OrijsError:
             log.debug("engine %s: blocking connection not opened yet", engine.label)
 
@@ -123,14 +123,14 @@ def pop_marker(blocking: Any, markers: List[str], wake_key: str, timeout: float,
     """One ``BZPOPMIN`` over the markers and the wake key: the marker popped (None for
     the wake key, a timeout or an interrupt). ``unblocked()`` runs once it returns."""
     try:
-        popped = blocking.client.bzpopmin(markers + [wake_key], timeout=max(timeout, 0.01))
+        popped = blocking.bzpopmin(markers + [wake_key], max(timeout, 0.01))
     except Exception:
         if blocking.take_interrupt():
             return None             # interrupted (stopping): the loop looks again
         raise
     finally:
         unblocked()
-    if popped and str(popped[0]) != wake_key:
+    if popped and popped[0] != wake_key:
         return str(popped[0])
     return None
 

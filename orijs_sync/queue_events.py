@@ -80,13 +80,12 @@ class _Tailer(Role):
             self.owner._wait_for_queues(self.shard)
             return
         try:
-            reply: Any = self.blocking.client.xread(
-                cast(Any, streams), block=int(self.owner.block_timeout * 1000), count=1000)
+            reply = self.blocking.xread(streams, int(self.owner.block_timeout * 1000), 1000)
         except errors.ConnectionError:
             if self.blocking.take_interrupt():
                 return      # woken on purpose (a queue was added): read again at once
             raise
-        for stream, entries in reply or ():
+        for stream, entries in reply:
             for entry_id, fields in entries:
                 self.owner._deliver(stream, entry_id, fields)
 

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 import redis
 
 from . import _fork
+from .connection import send_raw as _send
 from .connection import translate
 
 _INCLUDE = re.compile(r'^---\s*@include\s+"([\w/-]+)"\s*$', re.MULTILINE)
@@ -139,19 +140,3 @@ def _translated(reply: Any, address: str) -> Any:
         error.__cause__ = reply
         return error
     return reply
-
-
-def _send(conn: Any, command: Sequence[Any]) -> None:
-    try:
-        _connected(conn).send_command(*command)
-    except (redis.exceptions.ConnectionError, OSError):
-        conn.disconnect()
-        _connected(conn).send_command(*command)
-
-
-def _connected(conn: Any) -> Any:
-    """``conn``, connected through its own ``connect()``: a Sentinel-managed connection
-    asks the sentinels for the primary there (a bare send would skip that)."""
-    if getattr(conn, "_sock", None) is None:
-        conn.connect()
-    return conn

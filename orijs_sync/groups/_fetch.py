@@ -93,7 +93,7 @@ class Fetcher(Role):
         """Block on the ready set until a group is there; returns it (now out of
         ready: the reserve that follows takes it, or leaves it to whatever frees it)."""
         try:
-            popped = self.blocking.client.bzpopmin(self.queue.key("ready"), self.block_timeout)
+            popped = self.blocking.bzpopmin([self.queue.key("ready")], self.block_timeout)
         except errors.ConnectionError:
             if self.blocking.take_interrupt() or self.stop_event.is_set():
                 return None

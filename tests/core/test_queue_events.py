@@ -67,6 +67,24 @@ def test_listeners_get_job_id_and_value(queue, events, redis_url, qname):
     assert got["progress"] == (ok.id, {"pct": 50})
 
 
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_events_and_jobs_over_either_protocol(redis_url, qname, protocol):
+    """Over RESP3 (``?protocol=3``) XREAD answers a map of streams, not a list of pairs:
+    the events thread reads both shapes (it once failed on every read of a RESP3
+    reply), as the fetcher's BZPOPMIN does."""
+    url = f"{redis_url}{'&' if '?' in redis_url else '?'}protocol={protocol}"
+    got = []
+    with Queue(qname, connection=url) as queue, QueueEvents(qname, connection=url) as events:
+        events.on("completed", lambda job_id, value: got.append((job_id, value)))
+        with Worker(qname, lambda job: job.data["n"] * 2, connection=url):
+            job = queue.add("x", {"n": 21})
+            assert job.wait_until_finished(events, timeout=10) == 42
+            later = queue.add("x", {"n": 1})     # the fetcher blocked in BZPOPMIN meanwhile
+            assert later.wait_until_finished(events, timeout=10) == 2
+        wait_until(lambda: len(got) == 2)
+    assert got == [(job.id, 42), (later.id, 2)]
+
+
 def test_a_failing_listener_does_not_stop_the_thread(queue, events):
     calls = []
 
