@@ -28,5 +28,9 @@ for i = 1, wanted do
     break
   end
   table.insert(jobs, {result[1], result[2], tokens[i], result[5]})
+  if not result[6] and i < wanted then
+    nextDelayed = nothingLeft(qk)
+    break
+  end
 end
 return {jobs, ttl, nextDelayed}

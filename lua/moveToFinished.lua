@@ -45,6 +45,10 @@ if wanted > 0 then
     local nextJob = fetchNextJob(qk, timestamp, opts)
     if nextJob[2] == 0 then break end
     table.insert(jobs, {nextJob[1], nextJob[2], opts["token"], nextJob[5]})
+    if not nextJob[6] and i < wanted then
+      nothingLeft(qk)
+      break
+    end
   end
 end
 if #jobs == 0 and not jobsWaiting(qk) and rcall("LLEN", KEYS[1]) == 0 then

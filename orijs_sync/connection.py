@@ -7,6 +7,7 @@ replies and block without starving the caller), or ``None`` for localhost.
 """
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union, cast
@@ -15,6 +16,8 @@ import redis
 from redis.client import Pipeline
 
 from . import _fork, _workers_list, errors
+
+log = logging.getLogger(__name__)
 
 # A cluster is also a list of URLs or a redis.cluster.RedisCluster (see _cluster.py).
 ConnectionLike = Union[str, Mapping[str, Any], Sequence[Any], redis.Redis, "RedisConnection",
@@ -57,14 +60,19 @@ def translate(exc: redis.exceptions.RedisError, address: str) -> errors.OrijsErr
     return errors.RedisError(f"Redis at {address} answered: {exc}")
 
 
-def send_raw(conn: Any, command: Sequence[Any]) -> None:
-    """Send ``command`` on a raw connection; a failed send (a connection Redis closed)
-    is sent again once on a new one, as the command never reached Redis."""
+def send_raw(conn: Any, *commands: Sequence[Any]) -> None:
+    """Send ``commands`` in one write on a raw connection; a failed send (a connection
+    Redis closed) is sent again once on a new one, as nothing reached Redis."""
+    packed = conn.pack_commands(commands)
     try:
-        _connected(conn).send_command(*command)
+        _connected(conn).send_packed_command(packed)
     except (redis.exceptions.ConnectionError, OSError):
         conn.disconnect()
-        _connected(conn).send_command(*command)
+        _connected(conn).send_packed_command(packed)
+
+
+def side_failed(command: Sequence[Any], exc: BaseException) -> None:
+    log.warning("could not write side key %s (%s): %s", command[1], command[0], exc)
 
 
 def _connected(conn: Any) -> Any:
@@ -251,16 +259,25 @@ class RedisConnection:
             self._direct.append(conn)
         return cast(redis.connection.AbstractConnection, conn)
 
-    def run_script(self, scripts: Any, name: str, keys: List[str], args: List[Any]) -> Any:
+    def run_script(self, scripts: Any, name: str, keys: List[str], args: List[Any], *,
+                   side: Optional[Sequence[Any]] = None) -> Any:
         """One script call on a raw connection leased for it, skipping redis-py's client
         and pool layers (about 45 µs a call: the hot calls of objects any thread shares,
         such as ``Queue.add``). With ``max_connections`` set, through the client, whose
-        pool keeps that bound; on a cluster, through the cluster client."""
+        pool keeps that bound; on a cluster, through the cluster client.
+
+        ``side``: a plain command writing a best-effort side key, sent before the script
+        in the same write (no round trip of its own); its error is logged, not raised."""
         if self.is_cluster or self._kwargs.get("max_connections") is not None:
+            if side is not None:
+                try:
+                    self.client.execute_command(*side)
+                except errors.OrijsError as exc:
+                    side_failed(side, exc)
             return scripts.run(name, keys, args)
         conn = self._lease()
         try:
-            return scripts.run_direct(conn, name, keys, args, self.address)
+            return scripts.run_direct(conn, name, keys, args, self.address, side=side)
         finally:
             with self._direct_lock:
                 if self._closed:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Type
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Type
 
 from . import _fork, errors
 from . import _validate as check
@@ -104,6 +104,12 @@ class FlowProducer(ConnectionOwner):
     def add_bulk(self, flows: Iterable[Mapping[str, Any]]) -> List[JobNode]:
         """Add many trees in one transaction. Every node is checked before anything is
         written: a bad node raises ``ValueError``/``TypeError`` and adds nothing."""
+        return self._add_bulk(flows)
+
+    def _add_bulk(self, flows: Iterable[Mapping[str, Any]],
+                  side: Optional[Sequence[Any]] = None) -> List[JobNode]:
+        """``add_bulk``; ``side``: a best-effort side key's command, sent in the same
+        round trip (see ``RedisConnection.run_script``)."""
         if isinstance(flows, (str, bytes, Mapping)) or not isinstance(flows, Iterable):
             check.bad_type("flows", flows, "a list of flow dicts")
         plans = [self._plan(flow, None, f"flow[{i}]") for i, flow in enumerate(flows)]
@@ -114,7 +120,7 @@ class FlowProducer(ConnectionOwner):
             self._flatten(plan, ordered)
         if self.connection.is_cluster:
             check_flow([(p.queue.prefix, p.queue.name) for p in ordered])
-        results = self._write(ordered)
+        results = self._write(ordered, side)
         ids = {}
         for planned, result in zip(ordered, results):
             what = f"flow job {planned.call.name!r} ({planned.queue.name}:{planned.job_id})"
@@ -123,7 +129,7 @@ class FlowProducer(ConnectionOwner):
             ids[id(planned)] = check_add_result(result, what)[0]
         return [self._node(plan, ids) for plan in plans]
 
-    def _write(self, ordered: List[_Planned]) -> List[Any]:
+    def _write(self, ordered: List[_Planned], side: Optional[Sequence[Any]]) -> List[Any]:
         """Every node in one ``addFlow`` script call: all checked, then all written, so a
         refused node (a missing parent, an id held under another parent) adds nothing."""
         keys: List[str] = []
@@ -132,7 +138,7 @@ class FlowProducer(ConnectionOwner):
             k = planned.queue.keys
             keys += [k.meta, k.id, k.events]
             args += [k.base, *planned.call.args]
-        reply = self.connection.run_script(self.scripts, "addFlow", keys, args)
+        reply = self.connection.run_script(self.scripts, "addFlow", keys, args, side=side)
         if reply and isinstance(reply[0], int):
             code, index = reply
             planned = ordered[index - 1]

@@ -18,7 +18,7 @@ import redis
 
 from . import _fork
 from .connection import send_raw as _send
-from .connection import translate
+from .connection import side_failed, translate
 
 _INCLUDE = re.compile(r'^---\s*@include\s+"([\w/-]+)"\s*$', re.MULTILINE)
 
@@ -110,15 +110,21 @@ class Scripts:
         return list(pipe.execute(raise_on_error=False))
 
     def run_direct(self, conn: Any, name: str, keys: Sequence[Any], args: Sequence[Any],
-                   address: str) -> Any:
+                   address: str, side: Optional[Sequence[Any]] = None) -> Any:
         """EVALSHA on one raw connection (see ``RedisConnection.direct_connection``),
         loading the script on NOSCRIPT. A failed send (a stale connection) is retried
         once on a new connection, as the command never reached Redis; a failed read is
-        not (its outcome is unknown). Failures raise ``errors.ConnectionError``."""
+        not (its outcome is unknown). Failures raise ``errors.ConnectionError``.
+        ``side``: see ``RedisConnection.run_script``."""
         script = self.get(name)
         command = ("EVALSHA", script.sha, len(keys), *keys, *args)
         try:
-            _send(conn, command)
+            _send(conn, *([command] if side is None else [side, command]))
+            if side is not None:
+                try:
+                    conn.read_response()
+                except redis.exceptions.ResponseError as exc:
+                    side_failed(side, translate(exc, address))
             try:
                 return conn.read_response()
             except redis.exceptions.NoScriptError:

@@ -3,7 +3,8 @@
   concurrency and the rate limiter, pop from wait (else prioritized), lock
   the job and return its fields (and, when opts.children is set, the return
   values of its completed children: its processed hash).
-  Returns {fields, jobId, rateLimitTtl, nextDelayedTimestamp, children}.
+  Returns {fields, jobId, rateLimitTtl, nextDelayedTimestamp, children, more}
+  (more: a take left jobs waiting).
 ]]
 --- @include "enqueue"
 
@@ -42,7 +43,8 @@ local function prepareJobForProcessing(qk, jobId, timestamp, maxJobs, limiterDur
   rcall("HINCRBY", jobKey, "ats", 1)
   -- Wake another worker when more jobs wait; with none left, drop the base marker,
   -- which would only wake a worker (or this one's fetcher) to find nothing.
-  if jobsWaiting(qk) then
+  local more = jobsWaiting(qk)
+  if more then
     addBaseMarker(qk .. "marker", false)
   else
     rcall("ZREM", qk .. "marker", "0")
@@ -51,7 +53,16 @@ local function prepareJobForProcessing(qk, jobId, timestamp, maxJobs, limiterDur
   if opts["children"] then
     children = rcall("HGETALL", jobKey .. ":processed")
   end
-  return {rcall("HGETALL", jobKey), jobId, 0, 0, children}
+  return {rcall("HGETALL", jobKey), jobId, 0, 0, children, more}
+end
+
+-- After a take that left nothing waiting, a caller wanting more jobs stops: this
+-- does what one more fetchNextJob would (it would find wait and prioritized empty,
+-- promote nothing new at the same timestamp) and returns its next delayed
+-- timestamp, without the pass (a third of a lone job's take).
+local function nothingLeft(qk)
+  rcall("DEL", qk .. "pc")
+  return getNextDelayedTimestamp(qk .. "delayed") or 0
 end
 
 local function popPrioritized(qk)

@@ -13,7 +13,7 @@ The hash is ``Bun.hash(flowId).toString(36)``: wyhash, seed 0, in base 36.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterable, Optional, cast
+from typing import Any, Callable, Iterable, Optional, Tuple, cast
 
 from ._wyhash import bun_hash
 
@@ -60,9 +60,13 @@ class FlowRegistry:
             return text.decode("utf-8", "replace")
         return cast(Optional[str], text)
 
+    def register_command(self, flow_id: str, workflow_name: str) -> Tuple[Any, ...]:
+        """The ``SET`` that registers a flow, to send with the flow's add."""
+        return ("SET", self.key(flow_id), workflow_name, "EX", REGISTRY_TTL)
+
     def register(self, flow_id: str, workflow_name: str) -> None:
         try:
-            self.client.set(self.key(flow_id), workflow_name, ex=REGISTRY_TTL)
+            self.client.execute_command(*self.register_command(flow_id, workflow_name))
         except Exception:  # noqa: BLE001 - non-fatal: lookups fall back to searching
             self.log.warning("could not register flow %s in the flow registry", flow_id,
                         exc_info=True)

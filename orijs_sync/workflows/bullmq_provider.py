@@ -214,16 +214,17 @@ class BullMQWorkflowProvider(ProviderBase):
         queue = self._producer.queue(self.flow_builder.workflow_queue(key[0]))
         try:
             exists = idempotency_key is not None and queue.get_job_state(flow_id) != "unknown"
-            if not exists:
-                self._producer.add(tree)                                                # THEN
+            if not exists:      # THEN, the flow registry's SET in the same round trip
+                self._producer._add_bulk(
+                    [tree], side=self.flow_registry.register_command(flow_id, key[0]))
         except Exception as exc:  # noqa: BLE001 - the handle carries it
             if self._tracker.claim(pending):
                 self._tracker.set_status(key, "failed")
                 handle._settle(exc=exc)
             return handle
         self._tracker.set_status(key, "running", only_from="pending")
-        self.flow_registry.register(flow_id, key[0])
         if exists:
+            self.flow_registry.register(flow_id, key[0])
             self._settle_from_redis(key, [pending])
         return handle
 

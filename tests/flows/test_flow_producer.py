@@ -254,3 +254,29 @@ def test_flows_attach_whole_while_another_client_writes_their_parent(flows, qn, 
     assert deps == {f"bull:{qn('c')}:sub{i}" for i in range(20)}
     for node in done:
         assert r.scard(f"{node.job.key}:dependencies") == 1
+
+
+@pytest.mark.parametrize("bounded", [False, True])
+def test_a_side_key_goes_with_the_flow_and_its_failure_is_only_logged(
+        redis_url, qn, r, caplog, bounded):
+    """The workflow provider's flow registry ``SET`` rides in the flow's own round
+    trip (on a leased connection; with ``max_connections``, through the pool): written
+    with the flow; refused, it is logged, the flow is added, and the connection's
+    replies stay in step (the next add reads its own reply, not the side's)."""
+    options: Dict[str, Any] = {"url": redis_url}
+    if bounded:
+        options["max_connections"] = 2
+    side_key = f"side-{qn('k')}"
+    with FlowProducer(connection=options) as producer:
+        tree = {"name": "p", "queue_name": qn("side"), "children": [
+            {"name": "c", "queue_name": qn("side")}]}
+        node = producer._add_bulk([tree], side=("SET", side_key, "v", "EX", 900))[0]
+        assert r.get(side_key) == "v" and 0 < r.ttl(side_key) <= 900
+        with caplog.at_level("WARNING", logger="orijs_sync.connection"):
+            refused = producer._add_bulk([tree], side=("SET", side_key, "w", "EX", -1))[0]
+        assert "could not write side key" in caplog.text and side_key in caplog.text
+        assert r.get(side_key) == "v"
+        later = producer.add(tree)
+        ids = {n.job.id for n in (node, refused, later)}
+        assert len(ids) == 3
+        assert all(r.exists(f"bull:{qn('side')}:{i}") for i in ids)
