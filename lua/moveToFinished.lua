@@ -7,7 +7,7 @@
   ARGV[1] queue key base
   ARGV[2] timestamp (ms)
   ARGV[3] how many next jobs to take (0 = none)
-  ARGV[4] JSON {tokens = [...], lockDuration, limiter?, name?, children?} for the
+  ARGV[4] JSON {tokenBase, tokenStart, lockDuration, limiter?, name?, children?} for the
           next jobs (as moveToActive's), and maxMetricsSize (when the worker records
           metrics: see includes/metrics)
   ARGV[5] how many jobs to finish (n), then 7 arguments per job:
@@ -41,7 +41,7 @@ local jobs = {}
 local wanted = tonumber(ARGV[3])
 if wanted > 0 then
   for i = 1, wanted do
-    opts["token"] = opts["tokens"][i]
+    opts["token"] = tokenAt(opts, i)
     local nextJob = fetchNextJob(qk, timestamp, opts)
     if nextJob[2] == 0 then break end
     table.insert(jobs, {nextJob[1], nextJob[2], opts["token"], nextJob[5]})

@@ -3,9 +3,9 @@
 that also takes the next jobs (see ``Worker``'s finisher)."""
 from __future__ import annotations
 
-import itertools
 import logging
 import random
+import threading
 import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
@@ -87,7 +87,8 @@ class JobRunner:
     def __init__(self, worker: "Worker") -> None:
         self.w = worker
         self.keys = worker.keys
-        self._tokens = itertools.count(1)   # next() on a count is atomic under the GIL
+        self._token_lock = threading.Lock()  # guards _next_token
+        self._next_token = 1
 
     def run_script(self, name: str, keys: List[str], args: List[Any]) -> Any:
         """Run a finishing script, retrying through a Redis blip for up to one lock
@@ -107,12 +108,15 @@ class JobRunner:
                 return self.w._run_hot_script(name, keys, args)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def new_token(self) -> str:
-        return f"{self.w.id}:{next(self._tokens)}"
-
     def fetch_opts(self, count: int) -> Dict[str, Any]:
-        """Options of the scripts that take jobs: one lock token per job."""
-        opts: Dict[str, Any] = {"tokens": [self.new_token() for _ in range(count)],
+        """Options of the scripts that take jobs. Lock tokens are BullMQ's form,
+        ``{worker id}:{n}``: this reserves ``count`` numbers from ``tokenStart``, and the
+        script makes the token of each job it takes (a take of one job out of 16 asked
+        for no longer sends, and decodes, 16 tokens)."""
+        with self._token_lock:
+            start = self._next_token
+            self._next_token += count
+        opts: Dict[str, Any] = {"tokenBase": f"{self.w.id}:", "tokenStart": start,
                                 "lockDuration": self.w.lock_duration_ms}
         if self.w.limiter:
             opts["limiter"] = self.w.limiter

@@ -20,10 +20,11 @@ to add children to its own job, then calls ``job.move_to_waiting_children()``.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Type
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Type
 
 from . import _fork, errors
 from . import _validate as check
@@ -77,6 +78,7 @@ class FlowProducer(ConnectionOwner):
         self.scripts = Scripts(self.client)
         self._queues: Dict[Tuple[str, str], Queue] = {}
         self._lock = threading.Lock()
+        self._local = threading.local()     # a side command for this thread's next write
         _fork.track(self)
 
     def _after_fork_in_child(self) -> None:
@@ -101,15 +103,20 @@ class FlowProducer(ConnectionOwner):
         """Add one tree atomically; returns it as added, ids filled in."""
         return self.add_bulk([flow])[0]
 
+    @contextlib.contextmanager
+    def _side_command(self, command: Sequence[Any]) -> Iterator[None]:
+        """Within the block, this thread's next write also sends ``command`` (a
+        best-effort side key, in the same round trip: see
+        ``RedisConnection.run_script``), whatever subclass wraps ``add``/``add_bulk``."""
+        self._local.side = command
+        try:
+            yield
+        finally:
+            self._local.side = None
+
     def add_bulk(self, flows: Iterable[Mapping[str, Any]]) -> List[JobNode]:
         """Add many trees in one transaction. Every node is checked before anything is
         written: a bad node raises ``ValueError``/``TypeError`` and adds nothing."""
-        return self._add_bulk(flows)
-
-    def _add_bulk(self, flows: Iterable[Mapping[str, Any]],
-                  side: Optional[Sequence[Any]] = None) -> List[JobNode]:
-        """``add_bulk``; ``side``: a best-effort side key's command, sent in the same
-        round trip (see ``RedisConnection.run_script``)."""
         if isinstance(flows, (str, bytes, Mapping)) or not isinstance(flows, Iterable):
             check.bad_type("flows", flows, "a list of flow dicts")
         plans = [self._plan(flow, None, f"flow[{i}]") for i, flow in enumerate(flows)]
@@ -120,6 +127,7 @@ class FlowProducer(ConnectionOwner):
             self._flatten(plan, ordered)
         if self.connection.is_cluster:
             check_flow([(p.queue.prefix, p.queue.name) for p in ordered])
+        side, self._local.side = getattr(self._local, "side", None), None
         results = self._write(ordered, side)
         ids = {}
         for planned, result in zip(ordered, results):

@@ -65,6 +65,12 @@ local function nothingLeft(qk)
   return getNextDelayedTimestamp(qk .. "delayed") or 0
 end
 
+-- The lock token of the i-th job a call takes: BullMQ's "{worker id}:{n}", n counted
+-- by the worker from opts.tokenStart (it reserved as many as it asked for).
+local function tokenAt(opts, i)
+  return opts["tokenBase"] .. string.format("%d", opts["tokenStart"] + i - 1)
+end
+
 local function popPrioritized(qk)
   local popped = rcall("ZPOPMIN", qk .. "prioritized")
   if #popped > 0 then

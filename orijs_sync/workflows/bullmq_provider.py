@@ -215,8 +215,9 @@ class BullMQWorkflowProvider(ProviderBase):
         try:
             exists = idempotency_key is not None and queue.get_job_state(flow_id) != "unknown"
             if not exists:      # THEN, the flow registry's SET in the same round trip
-                self._producer._add_bulk(
-                    [tree], side=self.flow_registry.register_command(flow_id, key[0]))
+                with self._producer._side_command(
+                        self.flow_registry.register_command(flow_id, key[0])):
+                    self._producer.add(tree)
         except Exception as exc:  # noqa: BLE001 - the handle carries it
             if self._tracker.claim(pending):
                 self._tracker.set_status(key, "failed")

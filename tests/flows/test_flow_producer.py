@@ -270,13 +270,16 @@ def test_a_side_key_goes_with_the_flow_and_its_failure_is_only_logged(
     with FlowProducer(connection=options) as producer:
         tree = {"name": "p", "queue_name": qn("side"), "children": [
             {"name": "c", "queue_name": qn("side")}]}
-        node = producer._add_bulk([tree], side=("SET", side_key, "v", "EX", 900))[0]
+        with producer._side_command(("SET", side_key, "v", "EX", 900)):
+            node = producer.add(tree)
         assert r.get(side_key) == "v" and 0 < r.ttl(side_key) <= 900
         with caplog.at_level("WARNING", logger="orijs_sync.connection"):
-            refused = producer._add_bulk([tree], side=("SET", side_key, "w", "EX", -1))[0]
+            with producer._side_command(("SET", side_key, "w", "EX", -1)):
+                refused = producer.add(tree)
         assert "could not write side key" in caplog.text and side_key in caplog.text
         assert r.get(side_key) == "v"
-        later = producer.add(tree)
+        later = producer.add(tree)        # no side command left over for the next write
+        assert r.get(side_key) == "v"
         ids = {n.job.id for n in (node, refused, later)}
         assert len(ids) == 3
         assert all(r.exists(f"bull:{qn('side')}:{i}") for i in ids)
