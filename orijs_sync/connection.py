@@ -272,8 +272,8 @@ class RedisConnection:
             if side is not None:
                 try:
                     self.client.execute_command(*side)
-                except errors.OrijsError as exc:
-                    side_failed(side, exc)
+                except (errors.OrijsError, redis.exceptions.RedisError) as exc:
+                    side_failed(side, exc)   # a cluster client's errors are redis-py's
             return scripts.run(name, keys, args)
         conn = self._lease()
         try:
