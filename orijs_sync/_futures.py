@@ -42,7 +42,7 @@ class CheckedFuture(Future):  # type: ignore[type-arg]
         return self._wait(super().result, timeout)
 
     def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
-        return cast(Optional[BaseException], self._wait(super().exception, timeout))
+        return cast("Optional[BaseException]", self._wait(super().exception, timeout))
 
     def _wait(self, wait: Callable[[Optional[float]], Any], timeout: Any) -> Any:
         return _bounded_wait(wait, self.done, timeout,

@@ -266,7 +266,7 @@ class JobRunner:
             reply = self.run_script("moveToFinished", call.keys, call.args)  # call, told apart)
         elif isinstance(reply, BaseException):
             raise reply
-        codes, jobs = cast(Tuple[List[Any], List[Any]], reply)
+        codes, jobs = cast("Tuple[List[Any], List[Any]]", reply)
         stamp = call.stamp
         for o, code in zip(outcomes, codes):
             if self._written_before(o.job, code, stamp) or self._check(o.job, code, o.target):

@@ -128,10 +128,10 @@ class QueueControlMixin:
             if asc:
                 lo, hi = -(end + 1) if end >= 0 else 0, -(start + 1)
                 return list(reversed(self.client.lrange(key, lo, hi)))
-            return cast(List[str], self.client.lrange(key, start, end))
+            return cast("List[str]", self.client.lrange(key, start, end))
         if asc:
-            return cast(List[str], self.client.zrange(key, start, end))
-        return cast(List[str], self.client.zrevrange(key, start, end))
+            return cast("List[str]", self.client.zrange(key, start, end))
+        return cast("List[str]", self.client.zrevrange(key, start, end))
 
     def _jobs_by_ids(self, ids: Iterable[str]) -> List["Job"]:
         from .job import Job

@@ -63,7 +63,9 @@ def translate(exc: redis.exceptions.RedisError, address: str) -> errors.OrijsErr
 def send_raw(conn: Any, *commands: Sequence[Any]) -> None:
     """Send ``commands`` in one write on a raw connection; a failed send (a connection
     Redis closed) is sent again once on a new one, as nothing reached Redis."""
-    packed = conn.pack_commands(commands)
+    # one command: packed alone (pack_commands' chunking would copy it once more)
+    packed = conn.pack_command(*commands[0]) if len(commands) == 1 else \
+        conn.pack_commands(commands)
     try:
         _connected(conn).send_packed_command(packed)
     except (redis.exceptions.ConnectionError, OSError):

@@ -52,7 +52,7 @@ def validate_job_id(job_id: Any, name: str = "job_id") -> Optional[str]:
     if job_id.lstrip("-").isdigit():
         check.bad_value(name, job_id, "must not be an integer: BullMQ keeps integer job ids "
                                       "for the ids it generates")
-    return cast(Optional[str], job_id)
+    return cast("Optional[str]", job_id)
 
 
 def _keep(value: Any, name: str) -> Any:

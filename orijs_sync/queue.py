@@ -58,7 +58,7 @@ class AddCall:
         args: List[Any] = [k.base, len(calls)]
         for call in calls:
             args += call.args
-        return cast(List[Any], connection.run_script(scripts, "addJob",
+        return cast("List[Any]", connection.run_script(scripts, "addJob",
                                                      [k.meta, k.id, k.events], args))
 
     def job(self, queue: "Queue", job_id: str) -> Job:
@@ -157,7 +157,7 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin, MonitoringM
         by another program) still comes back: ``job.problem`` says which field is bad."""
         job_id = check.job_id(job_id)
         fields = self.client.hgetall(self.keys.job(job_id))
-        return Job.from_hash(self, job_id, cast(Dict[str, str], fields)) if fields else None
+        return Job.from_hash(self, job_id, cast("Dict[str, str]", fields)) if fields else None
 
     def get_job_counts(self, *types: str) -> Dict[str, int]:
         """Counts per state; all of BullMQ's states when no type is named."""

@@ -58,7 +58,7 @@ class FlowRegistry:
             return None
         if isinstance(text, bytes):
             return text.decode("utf-8", "replace")
-        return cast(Optional[str], text)
+        return cast("Optional[str]", text)
 
     def register_command(self, flow_id: str, workflow_name: str) -> Tuple[Any, ...]:
         """The ``SET`` that registers a flow, to send with the flow's add."""
