@@ -154,9 +154,10 @@ class CompletionTracker:
             qe = self._queue_events
             watched = queue_name in self._watched
         assert qe is not None
-        qe.add_queue(queue_name)    # cheap when watched; restarts the thread after a fork
-        if watched:
+        if watched:                 # every emit comes here: no key building, no checks
+            qe.resume_after_fork()  # restarts the thread after a fork
             return
+        qe.add_queue(queue_name)
         with self._lock:
             self._watched.add(queue_name)
 
