@@ -17,20 +17,5 @@ local rcall = redis.call
 
 local qk = ARGV[1]
 local opts = cjson.decode(ARGV[3])
-local wanted = tonumber(ARGV[4]) or 1
-local jobs = {}
-local ttl, nextDelayed = 0, 0
-for i = 1, wanted do
-  opts["token"] = tokenAt(opts, i)
-  local result = fetchNextJob(qk, ARGV[2], opts)
-  if result[2] == 0 then
-    ttl, nextDelayed = result[3], result[4]
-    break
-  end
-  table.insert(jobs, {result[1], result[2], opts["token"], result[5]})
-  if not result[6] and i < wanted then
-    nextDelayed = nothingLeft(qk)
-    break
-  end
-end
+local jobs, ttl, nextDelayed = takeJobs(qk, ARGV[2], opts, tonumber(ARGV[4]) or 1)
 return {jobs, ttl, nextDelayed}

@@ -37,20 +37,7 @@ for i = 0, n - 1 do
   end
 end
 
-local jobs = {}
-local wanted = tonumber(ARGV[3])
-if wanted > 0 then
-  for i = 1, wanted do
-    opts["token"] = tokenAt(opts, i)
-    local nextJob = fetchNextJob(qk, timestamp, opts)
-    if nextJob[2] == 0 then break end
-    table.insert(jobs, {nextJob[1], nextJob[2], opts["token"], nextJob[5]})
-    if not nextJob[6] and i < wanted then
-      nothingLeft(qk)
-      break
-    end
-  end
-end
+local jobs = takeJobs(qk, timestamp, opts, tonumber(ARGV[3]))
 if #jobs == 0 and not jobsWaiting(qk) and rcall("LLEN", KEYS[1]) == 0 then
   rcall("XADD", KEYS[2], "*", "event", "drained")
 end

@@ -108,3 +108,22 @@ local function fetchNextJob(qk, timestamp, opts)
   rcall("ZREM", qk .. "marker", "0")
   return {0, 0, 0, getNextDelayedTimestamp(qk .. "delayed") or 0}
 end
+
+-- Takes up to `wanted` jobs, each locked with its own token (see tokenAt), stopping
+-- at the first take that leaves nothing waiting. Returns the jobs ({fields, jobId,
+-- token, children} each), the rate limit ttl and the next delayed timestamp.
+local function takeJobs(qk, timestamp, opts, wanted)
+  local jobs = {}
+  for i = 1, wanted do
+    opts["token"] = tokenAt(opts, i)
+    local result = fetchNextJob(qk, timestamp, opts)
+    if result[2] == 0 then
+      return jobs, result[3], result[4]
+    end
+    table.insert(jobs, {result[1], result[2], opts["token"], result[5]})
+    if not result[6] and i < wanted then
+      return jobs, 0, nothingLeft(qk)
+    end
+  end
+  return jobs, 0, 0
+end
