@@ -8,14 +8,18 @@
   ARGV[2] timestamp (ms)
   ARGV[3] how many next jobs to take (0 = none)
   ARGV[4] JSON {tokenBase, tokenStart, lockDuration, limiter?, name?, children?} for the
-          next jobs (as moveToActive's), and maxMetricsSize (when the worker records
-          metrics: see includes/metrics)
+          next jobs (as moveToActive's), maxMetricsSize (when the worker records
+          metrics: see includes/metrics) and parent? = {qk, and the same options of
+          another worker}: when a finished job makes its parent ready in queue qk,
+          one job of qk is taken for that worker too (the parent, unless older jobs
+          wait there), so the parent's worker is not woken to take it
   ARGV[5] how many jobs to finish (n), then 7 arguments per job:
           job id, token, "completed" | "failed", return value (JSON text) or
           failed reason, JSON list of job fields to set, JSON keepJobs
           {count, age, limit}, attempts
-  Returns {codes, jobs}: one code per finished job (0 or a negative code of
-  finishJob) and the next jobs as moveToActive returns them.
+  Returns {codes, jobs, parentJobs}: one code per finished job (0 or a negative
+  code of finishJob), the next jobs as moveToActive returns them, and the job
+  taken for opts.parent (none or one, in the same form).
 ]]
 local rcall = redis.call
 --- @include "activate"
@@ -41,4 +45,9 @@ local jobs = takeJobs(qk, timestamp, opts, tonumber(ARGV[3]))
 if #jobs == 0 and not jobsWaiting(qk) and rcall("LLEN", KEYS[1]) == 0 then
   rcall("XADD", KEYS[2], "*", "event", "drained")
 end
-return {codes, jobs}
+local parentJobs = {}
+local parent = opts["parent"]
+if parent and parentsMadeReady[parent["qk"]] then
+  parentJobs = takeJobs(parent["qk"], timestamp, parent, 1)
+end
+return {codes, jobs, parentJobs}

@@ -47,6 +47,7 @@ from .connection import RedisConnection
 from .scripts import Scripts
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .job import Job
     from .worker import Worker
 
 log = logging.getLogger(__name__)
@@ -163,6 +164,24 @@ class Engine:
             self._roles.append(watcher)
             fresh.append(watcher)
         return fresh
+
+    def parent_taker(self, job: "Job") -> "Optional[Worker]":
+        """A worker of this engine serving the queue of ``job``'s parent (another queue
+        than the job's), with a slot reserved for one job: the call writing ``job`` takes
+        the parent at once if it makes it ready (see JobRunner.finish), so no marker wakes
+        the fetcher for it. None when there is no such worker or no free slot."""
+        parent = job.parent
+        if not isinstance(parent, dict) or not isinstance(parent.get("queueKey"), str):
+            return None
+        marker = parent["queueKey"] + ":marker"
+        if marker == job._worker.keys.marker:
+            return None            # the same queue: its own next-job take covers it
+        with self._cv:
+            owners = list(self._owners.get(marker, ()))
+        for w in owners:
+            if w._take_slots(1):
+                return w
+        return None
 
     def wake_key_of(self, shard: Optional[int]) -> str:
         """The wake key of shard's watcher (None: the fetcher's)."""

@@ -266,10 +266,12 @@ class Finisher(Role):
         with self._cv:
             self._busy[id(w)] = self._busy.get(id(w), 0) + 1
         w._set_finishing(batch, True)   # the renewer keeps their locks while this retries
+        parent = self.e.parent_taker(batch[0].job) if keep_one and len(batch) == 1 else None
+        next_jobs: List["Job"] = []
         try:
             if sent is None:
                 fetch = len(batch) if w._fetch_next_allowed() else 0
-                next_jobs = w._runner.finish(batch, fetch)
+                next_jobs = w._runner.finish(batch, fetch, parent=parent)
             else:
                 next_jobs = w._runner.finish(batch, sent[0].fetch, sent)
         except Exception:
@@ -283,6 +285,8 @@ class Finisher(Role):
                 self._busy[id(w)] -= 1
                 if not self._busy[id(w)]:
                     del self._busy[id(w)]
+            if parent is not None and not any(job._worker is parent for job in next_jobs):
+                parent._give_back_slots(1)      # its parent was not taken (or not made ready)
         return w._after_finish(batch, next_jobs, keep_one)  # type: ignore[no-any-return]
 
     def interrupt(self) -> None:

@@ -208,15 +208,19 @@ class JobRunner:
 
     # -- many jobs ---------------------------------------------------------
     def finish(self, outcomes: Sequence[Outcome], fetch: int,
-               sent: Optional[Tuple["FinishCall", Any]] = None) -> List[Job]:
+               sent: Optional[Tuple["FinishCall", Any]] = None,
+               parent: "Optional[Worker]" = None) -> List[Job]:
         """Write the outcomes in one script call that also takes up to ``fetch`` next
         jobs; emits completed/failed for each outcome written; returns the next jobs.
+        ``parent``: a worker of another queue with a slot reserved for one job, taken
+        by the same call if the outcome makes its job's parent ready there (that job,
+        ``parent``'s, comes last in the list).
         An outcome Redis refuses (a script error, not a connection failure) does not hold
         back the others: the batch is written one by one and the refused one dropped.
         ``sent``: the call was already sent in a pipeline (the engine's finisher writing
         many queues at once), with this reply or error (None: no reply, sent again)."""
         try:
-            return self._finish(outcomes, fetch, sent)
+            return self._finish(outcomes, fetch, sent, parent)
         except (errors.ConnectionError, errors.PermissionDenied):
             raise      # Redis or the user is refused, not the job: kept and written later
         except errors.RedisError as exc:
@@ -243,12 +247,16 @@ class JobRunner:
         self.w._emit("error", errors.CorruptJob(
             f"job {job.id}: its outcome could not be written: {exc}", job.id))
 
-    def finish_call(self, outcomes: Sequence[Outcome], fetch: int) -> "FinishCall":
-        """The moveToFinished call writing ``outcomes`` and taking up to ``fetch`` jobs."""
+    def finish_call(self, outcomes: Sequence[Outcome], fetch: int,
+                    parent: "Optional[Worker]" = None) -> "FinishCall":
+        """The moveToFinished call writing ``outcomes`` and taking up to ``fetch`` jobs
+        (and one for ``parent``: see finish)."""
         k = self.keys
         opts = self.fetch_opts(fetch)
         if self.w.max_metrics_points:
             opts["maxMetricsSize"] = self.w.max_metrics_points
+        if parent is not None:
+            opts["parent"] = dict(parent._runner.fetch_opts(1), qk=parent.keys.base)
         stamp = now_ms()
         args: List[Any] = [k.base, stamp, fetch, dumps(opts), len(outcomes)]
         for o in outcomes:
@@ -260,20 +268,25 @@ class JobRunner:
         return FinishCall([k.active, k.events, k.meta, k.stalled], args, stamp, fetch)
 
     def _finish(self, outcomes: Sequence[Outcome], fetch: int,
-                sent: Optional[Tuple["FinishCall", Any]] = None) -> List[Job]:
-        call, reply = sent if sent is not None else (self.finish_call(outcomes, fetch), None)
+                sent: Optional[Tuple["FinishCall", Any]] = None,
+                parent: "Optional[Worker]" = None) -> List[Job]:
+        call, reply = sent if sent is not None else (
+            self.finish_call(outcomes, fetch, parent), None)
         if reply is None:       # not sent, or its pipeline failed (it may have run: the same
             reply = self.run_script("moveToFinished", call.keys, call.args)  # call, told apart)
         elif isinstance(reply, BaseException):
             raise reply
-        codes, jobs = cast("Tuple[List[Any], List[Any]]", reply)
+        codes, jobs, parent_jobs = cast("Tuple[List[Any], List[Any], List[Any]]", reply)
         stamp = call.stamp
         for o, code in zip(outcomes, codes):
             if self._written_before(o.job, code, stamp) or self._check(o.job, code, o.target):
                 if o.target == "completed":
                     o.job.returnvalue = o.result
                 self.w._emit(o.target, o.job, o.result)
-        return [self.w._job_from_reply(*job) for job in jobs]
+        taken = [self.w._job_from_reply(*job) for job in jobs]
+        if parent is not None:
+            taken += [parent._job_from_reply(*job) for job in parent_jobs]
+        return taken
 
     def _written_before(self, job: Job, code: Any, stamp: int) -> bool:
         """A refusal of a write retried after a connection error may be the refusal of

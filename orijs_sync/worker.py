@@ -361,13 +361,15 @@ class Worker:
         """It may take a job now (the engine then also waits on its queue's marker)."""
         return not self._stop_fetching() and not self._paused and self._free > 0
 
-    def _take_slots(self) -> int:
-        """Slots (and engine threads) for the jobs of one fetch; 0 when none may run."""
+    def _take_slots(self, wanted: Optional[int] = None) -> int:
+        """Slots (and engine threads) for the jobs of one fetch, all free ones or up to
+        ``wanted``; 0 when none may run."""
         engine = self._engine
         with self._cv:
             if engine is None or not self._can_fetch():
                 return 0
-            taken = engine.take_threads(self._free)
+            taken = engine.take_threads(self._free if wanted is None else
+                                        min(wanted, self._free))
             self._free -= taken
             return taken
 
@@ -433,47 +435,60 @@ class Worker:
         self._engine.executor.submit(self._run, job)
 
     def _run(self, job: Optional[Job]) -> None:
-        """Pool thread: run the handler; the outcome goes to the finisher, which keeps
-        the job's slot for the next job it takes. A lone job's outcome is written here,
-        and the next job that call took is run here too. A job moved otherwise (retried,
-        delayed...) frees its slot."""
+        """Pool thread: run jobs one after another, each by its own worker (the call
+        writing one may take the next job of this queue, or the parent it made ready
+        in another queue of the engine)."""
         while job is not None:
-            outcome = None
-            _handling.worker = self       # close() from the handler must not wait for it
-            try:
-                job._read_taken()
-                outcome = self._runner.process(job)
-            except Exception:  # noqa: BLE001 - e.g. Redis down while retrying: the job will stall
-                log.exception("worker %s: unexpected error while processing job %s",
-                              self.name, job.id)
-            finally:
-                _handling.worker = None
-            if outcome is None:
-                with self._cv:
-                    self._forget(job)
-                self._give_back_slots(1)
-                return
+            job = job._worker._run_one(job)
+
+    def _run_one(self, job: Job) -> Optional[Job]:
+        """Run the handler; the outcome goes to the finisher, which keeps the job's slot
+        for the next job it takes. A lone job's outcome is written here, and the next
+        job that call took is returned, to run on this thread. A job moved otherwise
+        (retried, delayed...) frees its slot."""
+        outcome = None
+        _handling.worker = self       # close() from the handler must not wait for it
+        try:
+            job._read_taken()
+            outcome = self._runner.process(job)
+        except Exception:  # noqa: BLE001 - e.g. Redis down while retrying: the job will stall
+            log.exception("worker %s: unexpected error while processing job %s",
+                          self.name, job.id)
+        finally:
+            _handling.worker = None
+        if outcome is None:
             with self._cv:
-                alone = len(self._active) == 1
-            if self._finisher.submit(outcome, alone):
-                return
-            try:
-                job = self._finisher.write([outcome], keep_one=True)
-            except Exception:  # noqa: BLE001 - kept by the finisher, written on its next try
-                log.warning("worker %s: writing job %s failed; the finisher retries it",
-                            self.name, outcome.job.id, exc_info=True)
-                return
+                self._forget(job)
+            self._give_back_slots(1)
+            return None
+        with self._cv:
+            alone = len(self._active) == 1
+        if self._finisher.submit(outcome, alone):
+            return None
+        try:
+            return self._finisher.write([outcome], keep_one=True)  # type: ignore[no-any-return]
+        except Exception:  # noqa: BLE001 - kept by the finisher, written on its next try
+            log.warning("worker %s: writing job %s failed; the finisher retries it",
+                        self.name, outcome.job.id, exc_info=True)
+            return None
 
     def _after_finish(self, batch: List[Outcome], next_jobs: List[Job],
                       keep_one: bool = False) -> Optional[Job]:
         """The batch is written; its slots go to the next jobs, the rest are freed. The
-        next jobs go to the pool, but for the first one when ``keep_one``: it is returned."""
+        next jobs go to the pool, but for the first one when ``keep_one``: it is returned.
+        A job taken for another worker (a parent: see JobRunner.finish) came with a
+        slot of its own, reserved by the caller."""
+        own = [job for job in next_jobs if job._worker is self]
         with self._cv:
             for outcome in batch:
                 self._forget(outcome.job)
-            for job in next_jobs:
+            for job in own:
                 self._active[job.id] = job
-        self._give_back_slots(len(batch) - len(next_jobs))
+        for job in next_jobs:
+            if job._worker is not self:
+                with job._worker._cv:
+                    job._worker._active[job.id] = job
+        self._give_back_slots(len(batch) - len(own))
         kept = next_jobs.pop(0) if keep_one and next_jobs else None
         assert self._engine is not None
         for job in next_jobs:

@@ -6,6 +6,10 @@
 --- @include "enqueue"
 --- @include "job_keys"
 
+-- The queues (key bases) in which this call made a parent ready: a finishing call
+-- may take that parent at once (moveToFinished's opts.parent).
+local parentsMadeReady = {}
+
 -- Moves a parent out of waiting-children to delayed, prioritized or wait.
 local function moveParentToWait(parentQk, parentKey, parentId, timestamp)
   local attrs = rcall("HMGET", parentKey, "priority", "delay")
@@ -18,6 +22,7 @@ local function moveParentToWait(parentQk, parentKey, parentId, timestamp)
     addDelayMarker(parentQk .. "marker", parentQk .. "delayed")
   else
     enqueueReadyJob(parentQk, parentId, priority, false, "waiting-children")
+    parentsMadeReady[parentQk] = true
   end
 end
 
