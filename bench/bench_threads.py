@@ -3,6 +3,7 @@
 
     python bench/bench_threads.py                     # 5,000 rounds, a redis-server it starts
     python bench/bench_threads.py --count 10000 --url redis://127.0.0.1:6379/0
+    python bench/bench_threads.py --emit              # the emit case instead
 
 Runs the ``rr`` case of ``bench/run.py`` (``queue.add(...)`` then
 ``job.wait_until_finished(events)``, the worker in this process, concurrency 16) and
@@ -20,11 +21,13 @@ import os
 import sys
 import threading
 import time
+from contextlib import ExitStack
 from typing import Dict
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from orijs_sync import Queue, QueueEvents, Worker  # noqa: E402
+from orijs_sync.events import BullMQEventProvider  # noqa: E402
 from orijs_sync.testing import local_redis  # noqa: E402
 
 
@@ -42,17 +45,27 @@ def thread_cpu() -> Dict[str, float]:
     return seconds
 
 
-def rounds(url: str, count: int) -> None:
-    with Queue("threads", connection=url) as queue, \
-            QueueEvents("threads", connection=url) as events, \
-            Worker("threads", lambda job: None, connection=url, concurrency=16):
+def rounds(url: str, count: int, emit: bool) -> None:
+    latencies = []
+    with ExitStack() as stack:
+        if emit:
+            provider = BullMQEventProvider(url).start()
+            stack.callback(provider.stop, timeout=30)
+            provider.subscribe("threads", lambda message: None)
+            one = lambda i: provider.emit("threads", {"i": i}).result(timeout=10)  # noqa: E731
+        else:
+            queue = stack.enter_context(Queue("threads", connection=url))
+            events = stack.enter_context(QueueEvents("threads", connection=url))
+            stack.enter_context(Worker("threads", lambda job: None, connection=url,
+                                       concurrency=16))
+            one = lambda i: queue.add("job", {"i": i}, remove_on_complete=True  # noqa: E731
+                                      ).wait_until_finished(events, 10)
         for i in range(count // 10):                       # warm up
-            queue.add("job", {"i": i}, remove_on_complete=True).wait_until_finished(events, 10)
+            one(i)
         before, started = thread_cpu(), time.perf_counter()
-        latencies = []
         for i in range(count):
             t = time.perf_counter()
-            queue.add("job", {"i": i}, remove_on_complete=True).wait_until_finished(events, 10)
+            one(i)
             latencies.append(time.perf_counter() - t)
         wall = time.perf_counter() - started
         after = thread_cpu()
@@ -71,11 +84,13 @@ def rounds(url: str, count: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--count", type=int, default=5000)
+    parser.add_argument("--emit", action="store_true", help="the emit case: "
+                        "BullMQEventProvider.emit(...).result(), subscriber in this process")
     parser.add_argument("--url", default=None, help="Redis URL (default: $REDIS_URL or a "
                         "redis-server started here)")
     args = parser.parse_args()
     with local_redis(args.url or os.environ.get("REDIS_URL")) as url:
-        rounds(url, args.count)
+        rounds(url, args.count, args.emit)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,8 @@
           job id, token, "completed" | "failed", return value (JSON text) or
           failed reason, JSON list of job fields to set, JSON keepJobs
           {count, age, limit}, attempts
-  Returns {codes, jobs, parentJobs}: one code per finished job (0 or a negative
-  code of finishJob), the next jobs as moveToActive returns them, and the job
+  Returns {codes, jobs, parentJobs}: one code per finished job (the id of its
+  completed/failed event, or a negative code of finishJob), the next jobs as moveToActive returns them, and the job
   taken for opts.parent (none or one, in the same form).
 ]]
 local rcall = redis.call
@@ -36,7 +36,7 @@ for i = 0, n - 1 do
   local a = 6 + i * 7
   codes[i + 1] = finishJob(qk, ARGV[a], timestamp, ARGV[a + 2], ARGV[a + 3], ARGV[a + 1],
                            ARGV[a + 4], cjson.decode(ARGV[a + 5]), ARGV[a + 6])
-  if maxPoints and codes[i + 1] == 0 then
+  if maxPoints and type(codes[i + 1]) == "string" then
     recordMetric(qk .. "metrics:" .. ARGV[a + 2], maxPoints, timestamp)
   end
 end

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 from . import _fork
 from ._engine_roles import IDLE_WAIT, Fetcher, Finisher, MarkerWatcher, PerQueue
 from ._handler_pool import HandlerPool
+from ._local import LOCAL
 from ._pools import join_threads
 from ._roles import Role
 from ._shards import deal
@@ -146,6 +147,7 @@ class Engine:
         for watcher in watchers:
             watcher.start(f"orijs-{watcher.name}-{self.label}")
         self._send_wakes(wakes)
+        LOCAL.add_worker(worker)          # a Queue of this process may hand it jobs
         return True
 
     def _watchers_for(self, shard: int) -> List[MarkerWatcher]:
@@ -191,6 +193,7 @@ class Engine:
         """Stop serving ``worker`` (its outcomes not written yet are dropped unless
         ``drained``); the last one out stops the engine and joins its threads until
         ``deadline``. Returns True when this stopped the engine."""
+        LOCAL.remove_worker(worker)
         with self._cv:
             if self._workers.pop(id(worker), None) is None:
                 return False

@@ -19,6 +19,7 @@ from tenacity import (
 )
 
 from . import errors
+from ._local import LOCAL
 from ._util import dumps, now_ms
 from .job import Job
 from .job_scheduler import schedule_next
@@ -79,6 +80,11 @@ class Outcome:
     value: str                     # the returnvalue's JSON text, or the failedReason
     fields: List[str] = field(default_factory=list)   # extra job fields (stacktrace...)
     result: Any = None             # the Python return value, or the exception
+
+    def event(self) -> Dict[str, str]:
+        """The fields of the event its write adds to the events stream."""
+        field = "returnvalue" if self.target == "completed" else "failedReason"
+        return {"event": self.target, "jobId": self.job.id, field: self.value, "prev": "active"}
 
 
 class JobRunner:
@@ -280,6 +286,8 @@ class JobRunner:
         stamp = call.stamp
         for o, code in zip(outcomes, codes):
             if self._written_before(o.job, code, stamp) or self._check(o.job, code, o.target):
+                if isinstance(code, str):   # its event's id: waiters here settle now
+                    LOCAL.finished(self.w.connection, self.keys.events, code, o.event())
                 if o.target == "completed":
                     o.job.returnvalue = o.result
                 self.w._emit(o.target, o.job, o.result)

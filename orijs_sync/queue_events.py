@@ -20,6 +20,7 @@ from . import _fork, errors
 from . import _validate as check
 from ._cluster import check_queue
 from ._futures import result_or_named_timeout, settle, wait_timeout
+from ._local import LOCAL
 from ._roles import Role
 from ._shards import deal
 from ._util import loads
@@ -132,6 +133,9 @@ class QueueEvents:
         self._seen_generation: Dict[int, int] = {}            # by shard
         self._listeners: Dict[str, List[Callable[..., Any]]] = {}
         self._raw_listeners: List[Callable[[QueueEvent], Any]] = []
+        # told of outcomes written by this process's workers when written (see _local);
+        # the same event comes again from the stream
+        self._written_listeners: List[Callable[[QueueEvent], Any]] = []
         # (queue, job id) -> [(future, stream id at registration)]: only outcomes written
         # after that id belong to the run the waiter is waiting for.
         self._waiters: Dict[Tuple[str, str], List[Tuple["Future[Any]", Tuple[int, int]]]] = {}
@@ -195,6 +199,7 @@ class QueueEvents:
             generation = self._generation
             self._changed.notify_all()
             tailer = self._tailers.get(shard)
+        LOCAL.add_watcher(self, key)
         if tailer is None:
             if self._started:
                 self._start_tailers()
@@ -231,8 +236,9 @@ class QueueEvents:
                                    self.block_timeout)
 
     def remove_queue(self, name: str) -> None:
+        key = QueueKeys(self.prefix, name).events
+        LOCAL.remove_watcher(self, key)
         with self._lock:
-            key = QueueKeys(self.prefix, name).events
             self._streams.pop(key, None)
             self._starts.pop(key, None)
             shard = self._shard_of.pop(key, None)
@@ -313,9 +319,10 @@ class QueueEvents:
             self._settle_waiters(ev)
         for fn in raw:
             self._call(fn, ev)
-        value = ev.value
-        for fn in listeners:
-            self._call(fn, ev.job_id, value)
+        if listeners:
+            value = ev.value
+            for fn in listeners:
+                self._call(fn, ev.job_id, value)
 
     @staticmethod
     def _call(fn: Callable[..., Any], *args: Any) -> None:
@@ -341,6 +348,36 @@ class QueueEvents:
                 self._evicted = max(self._evicted, dropped)
         for fut in futures:
             _settle_from_event(fut, ev)
+
+    def _settle_written(self, stream: str, entry_id: str, fields: Dict[str, str]) -> None:
+        """A Worker of this process wrote a job's outcome (``fields``) to ``stream`` as
+        ``entry_id`` (see ``_local``): its waiters settle now, as when this entry is
+        read. Listeners still get it from the stream, once."""
+        with self._lock:
+            watched = self._streams.get(stream)
+            if watched is None:
+                return
+            waited = (watched[0], fields["jobId"]) in self._waiters
+            listeners = list(self._written_listeners)
+        if not waited and not listeners:
+            return
+        ev = QueueEvent(watched[0], fields["event"], fields["jobId"], fields, entry_id)
+        if waited:
+            self._settle_waiters(ev)
+        for fn in listeners:
+            self._call(fn, ev)
+
+    def on_written(self, fn: Callable[[QueueEvent], Any]) -> Callable[[QueueEvent], Any]:
+        """``fn(event)`` for each outcome (completed, failed) that a Worker of this process
+        writes to a watched queue on the same Redis server, on the Worker's thread as
+        its write returns: sooner than the same event read back from the stream, which
+        ``on_event`` still gets, once. For settling something once per job (the event
+        provider's ``emit`` futures); a listener that must see every event uses
+        ``on_event``."""
+        check.function(fn, "fn")
+        with self._lock:
+            self._written_listeners.append(fn)
+        return fn
 
     def wait_for_job(self, queue: Any, job_id: str, timeout: Optional[float] = None) -> Any:
         """The job's return value once it completes; raises ``JobFailed`` if it fails,
@@ -469,8 +506,11 @@ class QueueEvents:
                 return
             self._closed = True
             tailers = list(self._tailers.values())
+            streams = list(self._streams)
             self._stop.set()
             self._changed.notify_all()
+        for key in streams:
+            LOCAL.remove_watcher(self, key)
         for tailer in tailers:
             tailer.stop()
             tailer.blocking.close()

@@ -434,6 +434,29 @@ class Worker:
             self._active[job.id] = job   # counted before the thread starts: close() waits for it
         self._engine.executor.submit(self._run, job)
 
+    def _handed(self, taken: List[Any]) -> None:
+        """A Queue of this process took a job for this worker (``taken``: none or one,
+        as moveToActive returns them) in its add's call, a slot reserved for it first
+        (see ``_local``). A job that cannot be run here now (the worker closed
+        meanwhile) stays active in Redis: the stalled checker takes it back."""
+        try:
+            job = self._job_from_reply(*taken[0]) if taken else None
+        except Exception:  # noqa: BLE001 - a reply it cannot read: the job stalls
+            log.exception("worker %s: a job handed by an add could not be read", self.name)
+            job = None
+        if job is None:
+            self._give_back_slots(1)
+            return
+        self._drained = False      # the fetcher's next empty look says "drained" again
+        try:
+            self._dispatch(job)
+        except RuntimeError:     # the handler pool is shut down
+            log.warning("worker %s closed before job %s handed to it ran; it stalls and "
+                        "goes back to wait", self.name, job.id)
+            with self._cv:
+                self._forget(job)
+            self._give_back_slots(1)
+
     def _run(self, job: Optional[Job]) -> None:
         """Pool thread: run jobs one after another, each by its own worker (the call
         writing one may take the next job of this queue, or the parent it made ready

@@ -5,7 +5,7 @@
 --- @include "remove_job"
 --- @include "lock"
 
--- Returns 0, or -1 missing job, -2 missing lock, -3 not active, -4 pending
+-- Returns the id of the job's completed/failed event in the stream, or -1 missing job, -2 missing lock, -3 not active, -4 pending
 -- children, -6 lock held by another token, -9 failed children.
 local function finishJob(qk, jobId, timestamp, target, value, token, fieldsJson, keep, attempts)
   local jobKey = qk .. jobId
@@ -50,10 +50,11 @@ local function finishJob(qk, jobId, timestamp, target, value, token, fieldsJson,
     end
   end
 
-  rcall("XADD", eventsKey, "*", "event", target, "jobId", jobId, field, value, "prev", "active")
+  local eventId = rcall("XADD", eventsKey, "*", "event", target, "jobId", jobId, field, value,
+                        "prev", "active")
   if target == "failed" and tonumber(attemptsMade) >= (tonumber(attempts) or 1) then
     rcall("XADD", eventsKey, "*", "event", "retries-exhausted", "jobId", jobId,
           "attemptsMade", attemptsMade)
   end
-  return 0
+  return eventId
 end

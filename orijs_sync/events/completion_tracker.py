@@ -106,6 +106,7 @@ class CompletionTracker:
             self._started = True
         qe = self._queue_events_class([], connection=self.connection, prefix=self.prefix)
         qe.on_event(self._on_event)
+        qe.on_written(self._on_event)   # outcomes written here: settled without a wake
         self._timer.start()
         with self._lock:
             self._queue_events = qe

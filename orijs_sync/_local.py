@@ -1,0 +1,116 @@
+"""Short cuts between the objects of one process that use the same Redis server.
+
+Redis stays the only record: every short cut below writes exactly what the long way
+writes, and the long way still runs beside it. What is saved is a wake.
+
+- ``Queue.add`` of a job that a Worker of this process could take now: the add's own
+  script call takes it for that Worker (the oldest job waiting, as a fetch would),
+  with a slot reserved first, and the job goes to the Worker's handler pool. No
+  marker wakes the Worker's fetcher, which would take it with a second round trip.
+- A job's outcome written by a Worker of this process settles the waiters of that
+  job in every ``QueueEvents`` of this process watching its queue, when the write
+  returns, with the id of the outcome's event in the stream (so a waiter tells the
+  run it waits for apart exactly as when its events thread reads that entry, later).
+
+A server is told by its address (``[user@]host:port/db`` or a unix socket): a
+cluster or a Sentinel-managed primary has no fixed one and takes the long way.
+"""
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+from . import _fork
+from .connection import RedisConnection
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .queue_events import QueueEvents
+    from .worker import Worker
+
+_Key = Tuple[str, str]     # (server address, Redis key)
+
+
+def server_of(connection: Any) -> Optional[str]:
+    """The server a connection names, or None when it names no fixed one."""
+    if type(connection) is not RedisConnection:
+        return None
+    return str(connection.address)
+
+
+class _Registry:
+    """The Workers (by queue marker) and QueueEvents (by events stream) of this
+    process, per server. One lock guards both maps; nothing is called under it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._workers: Dict[_Key, List["Worker"]] = {}
+        self._watchers: Dict[_Key, List["QueueEvents"]] = {}
+        _fork.track(self)
+
+    def _after_fork_in_child(self) -> None:
+        """A child has none of its parent's running Workers or events threads."""
+        self._lock = threading.Lock()
+        self._workers = {}
+        self._watchers = {}
+
+    # -- workers -------------------------------------------------------------
+    def add_worker(self, worker: "Worker") -> None:
+        server = server_of(worker.connection)
+        if server is not None:
+            with self._lock:
+                self._workers.setdefault((server, worker.keys.marker), []).append(worker)
+
+    def remove_worker(self, worker: "Worker") -> None:
+        server = server_of(worker.connection)
+        if server is not None:
+            _drop(self._lock, self._workers, (server, worker.keys.marker), worker)
+
+    def taker(self, connection: Any, marker: str) -> "Optional[Worker]":
+        """A Worker of this process serving ``marker``'s queue on the same server, with
+        a slot (and a handler thread) reserved for one job; None when none is free."""
+        if not self._workers:
+            return None
+        server = server_of(connection)
+        if server is None:
+            return None
+        with self._lock:
+            workers = list(self._workers.get((server, marker), ()))
+        for worker in workers:
+            if worker._take_slots(1):
+                return worker
+        return None
+
+    # -- watchers ------------------------------------------------------------
+    def add_watcher(self, events: "QueueEvents", stream: str) -> None:
+        server = server_of(events.connection)
+        if server is not None:
+            with self._lock:
+                self._watchers.setdefault((server, stream), []).append(events)
+
+    def remove_watcher(self, events: "QueueEvents", stream: str) -> None:
+        server = server_of(events.connection)
+        if server is not None:
+            _drop(self._lock, self._watchers, (server, stream), events)
+
+    def finished(self, connection: Any, stream: str, entry_id: str, fields: Dict[str, str]) -> None:
+        """An outcome event (``fields``) was written to ``stream`` as ``entry_id`` by a
+        call whose reply this process holds: the waiters of its job settle now."""
+        if not self._watchers:
+            return
+        server = server_of(connection)
+        with self._lock:
+            watchers = list(self._watchers.get((server or "", stream), ()))
+        for events in watchers:
+            events._settle_written(stream, entry_id, fields)
+
+
+def _drop(lock: threading.Lock, table: Dict[_Key, List[Any]], key: _Key, item: Any) -> None:
+    with lock:
+        items = table.get(key, [])
+        if item in items:
+            items.remove(item)
+        if not items:
+            table.pop(key, None)
+
+
+LOCAL = _Registry()
