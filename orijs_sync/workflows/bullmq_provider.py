@@ -152,6 +152,7 @@ class BullMQWorkflowProvider(ProviderBase):
             events = self._queue_events_class(list(self._by_queue), connection=self._connection,
                                               prefix=self.prefix, autorun=False)
             events.on_event(self._on_event)
+            events.on_written(self._on_event)   # outcomes written here: no events-thread wake
             self._events = events
             events.start()
             self._state = "started"
@@ -231,7 +232,9 @@ class BullMQWorkflowProvider(ProviderBase):
 
     # -- settling ----------------------------------------------------------
     def _on_event(self, ev: QueueEvent) -> None:
-        """Events thread: settle the flows waiting here; Redis reads go to the aux pool."""
+        """Events thread (or the handler thread whose write it is, first: a second
+        delivery finds nothing pending): settle the flows waiting here; Redis reads go
+        to the aux pool."""
         if ev.event not in ("completed", "failed") or ev.job_id is None:
             return
         name = self._by_queue.get(ev.queue)

@@ -15,6 +15,7 @@ from orijs_sync import Queue, QueueEvents, Worker, errors
 from orijs_sync._local import LOCAL
 from orijs_sync.events.completion_tracker import CompletionTracker
 from orijs_sync.testing import wait_until
+from orijs_sync.workflows import BullMQWorkflowProvider, Workflow
 
 
 def counting(worker: Worker) -> List[str]:
@@ -171,6 +172,9 @@ class NotTailing(QueueEvents):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **dict(kwargs, autorun=False))
 
+    def start(self) -> "NotTailing":
+        return self
+
 
 def test_on_written_tells_outcomes_written_here(queue, redis_url, qname):
     events = NotTailing(qname, connection=redis_url)
@@ -204,3 +208,18 @@ def test_an_emit_wait_is_settled_by_the_write_here(queue, redis_url, qname):
         assert tracker.sizes()["pending"] == 0
     finally:
         tracker.stop()
+
+
+def test_a_workflow_is_settled_by_the_write_here(redis_url, namespace):
+    """The workflow provider settles its handles from ``on_written`` too: with no
+    events thread reading the stream, a workflow run here still settles."""
+    chain = (Workflow("Local")
+             .step("a", lambda ctx: {"a": ctx.data["n"]})
+             .step("b", lambda ctx: ctx.get_result("a")["a"] + 1))
+    provider = BullMQWorkflowProvider(redis_url, queue_prefix=f"{namespace}.wf",
+                                      queue_events_class=NotTailing)
+    provider.register(chain)
+    with provider:
+        for n in (1, 5):
+            result = provider.execute(chain, {"n": n}).result(timeout=10)
+            assert result["b"] == n + 1, result
