@@ -18,8 +18,9 @@
           failed reason, JSON list of job fields to set, JSON keepJobs
           {count, age, limit}, attempts
   Returns {codes, jobs, parentJobs}: one code per finished job (the id of its
-  completed/failed event, or a negative code of finishJob), the next jobs as moveToActive returns them, and the job
-  taken for opts.parent (none or one, in the same form).
+  completed/failed event, or a negative code of finishJob), the next jobs as
+  moveToActive returns them, and the job taken for opts.parent (none or one, in the
+  same form).
 ]]
 local rcall = redis.call
 --- @include "activate"

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 from . import _fork
 from ._engine_roles import IDLE_WAIT, Fetcher, Finisher, MarkerWatcher, PerQueue
 from ._handler_pool import HandlerPool
-from ._local import LOCAL
+from ._local import LOCAL, reserve_one
 from ._pools import join_threads
 from ._roles import Role
 from ._shards import deal
@@ -180,10 +180,7 @@ class Engine:
             return None            # the same queue: its own next-job take covers it
         with self._cv:
             owners = list(self._owners.get(marker, ()))
-        for w in owners:
-            if w._take_slots(1):
-                return w
-        return None
+        return reserve_one(owners)
 
     def wake_key_of(self, shard: Optional[int]) -> str:
         """The wake key of shard's watcher (None: the fetcher's)."""

@@ -18,7 +18,7 @@ cluster or a Sentinel-managed primary has no fixed one and takes the long way.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from . import _fork
 from .connection import RedisConnection
@@ -75,10 +75,7 @@ class _Registry:
             return None
         with self._lock:
             workers = list(self._workers.get((server, marker), ()))
-        for worker in workers:
-            if worker._take_slots(1):
-                return worker
-        return None
+        return reserve_one(workers)
 
     # -- watchers ------------------------------------------------------------
     def add_watcher(self, events: "QueueEvents", stream: str) -> None:
@@ -92,16 +89,31 @@ class _Registry:
         if server is not None:
             _drop(self._lock, self._watchers, (server, stream), events)
 
-    def finished(self, connection: Any, stream: str, entry_id: str, fields: Dict[str, str]) -> None:
-        """An outcome event (``fields``) was written to ``stream`` as ``entry_id`` by a
-        call whose reply this process holds: the waiters of its job settle now."""
+    def finished(self, connection: Any, stream: str, entry_id: str,
+                 fields: Callable[[], Dict[str, str]]) -> None:
+        """An outcome event (``fields()``, made only when a QueueEvents here watches
+        ``stream``) was written to ``stream`` as ``entry_id`` by a call whose reply this
+        process holds: the waiters of its job settle now."""
         if not self._watchers:
             return
         server = server_of(connection)
+        if server is None:
+            return
         with self._lock:
-            watchers = list(self._watchers.get((server or "", stream), ()))
-        for events in watchers:
-            events._settle_written(stream, entry_id, fields)
+            watchers = list(self._watchers.get((server, stream), ()))
+        if watchers:
+            event = fields()
+            for events in watchers:
+                events._settle_written(stream, entry_id, event)
+
+
+def reserve_one(workers: Iterable["Worker"]) -> "Optional[Worker]":
+    """The first of ``workers`` with a slot (and a handler thread) free, one reserved
+    for a job a script call is to take for it; None when none has one."""
+    for worker in workers:
+        if worker._take_slots(1):
+            return worker
+    return None
 
 
 def _drop(lock: threading.Lock, table: Dict[_Key, List[Any]], key: _Key, item: Any) -> None:

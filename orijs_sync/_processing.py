@@ -287,7 +287,7 @@ class JobRunner:
         for o, code in zip(outcomes, codes):
             if self._written_before(o.job, code, stamp) or self._check(o.job, code, o.target):
                 if isinstance(code, str):   # its event's id: waiters here settle now
-                    LOCAL.finished(self.w.connection, self.keys.events, code, o.event())
+                    LOCAL.finished(self.w.connection, self.keys.events, code, o.event)
                 if o.target == "completed":
                     o.job.returnvalue = o.result
                 self.w._emit(o.target, o.job, o.result)

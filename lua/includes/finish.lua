@@ -5,8 +5,9 @@
 --- @include "remove_job"
 --- @include "lock"
 
--- Returns the id of the job's completed/failed event in the stream, or -1 missing job, -2 missing lock, -3 not active, -4 pending
--- children, -6 lock held by another token, -9 failed children.
+-- Returns the id of the job's completed/failed event in the stream, or -1 missing
+-- job, -2 missing lock, -3 not active, -4 pending children, -6 lock held by another
+-- token, -9 failed children.
 local function finishJob(qk, jobId, timestamp, target, value, token, fieldsJson, keep, attempts)
   local jobKey = qk .. jobId
   local eventsKey = qk .. "events"
