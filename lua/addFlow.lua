@@ -9,12 +9,17 @@
           one job of addJob.lua (job id, never "" here; name; timestamp; data;
           opts; parent key; parent JSON; parent's dependencies key; repeat job
           key; "1" to wait for children)
+  ARGV[2 + n * 11] (optional) JSON list of take options (each as addJob.lua's,
+          with qk: the key base of the queue to take from): after the adds, one job
+          is taken for each, as moveToActive would take it. The reply is then
+          {results, {jobs of each take}}.
   Returns one addJob result per node ({id, 1 if it existed already else 0}), or
   {code, i} when node i (1-based) is refused, nothing written: -5 its parent
   does not exist, -7 a job with its id belongs to another parent.
 ]]
 local rcall = redis.call
 --- @include "add_job"
+--- @include "activate"
 
 local n = tonumber(ARGV[1])
 local function arg(i, j)          -- j = 0: the node's queue key base; 1..10: addJob's
@@ -49,5 +54,13 @@ for i = 1, n do
   results[i] = addJob(arg(i, 0), maxEvents, arg(i, 1), arg(i, 2), arg(i, 3), arg(i, 4),
                       arg(i, 5), opt(arg(i, 6)), opt(arg(i, 7)), opt(arg(i, 8)),
                       opt(arg(i, 9)), arg(i, 10) == "1")
+end
+local takes = ARGV[2 + n * 11]
+if takes then
+  local taken = {}
+  for i, take in ipairs(cjson.decode(takes)) do
+    taken[i] = takeJobs(take["qk"], take["ts"], take, 1)
+  end
+  return {results, taken}
 end
 return results

@@ -3,10 +3,12 @@
 Redis stays the only record: every short cut below writes exactly what the long way
 writes, and the long way still runs beside it. What is saved is a wake.
 
-- ``Queue.add`` of a job that a Worker of this process could take now: the add's own
-  script call takes it for that Worker (the oldest job waiting, as a fetch would),
-  with a slot reserved first, and the job goes to the Worker's handler pool. No
-  marker wakes the Worker's fetcher, which would take it with a second round trip.
+- ``Queue.add`` of a job that a Worker of this process could take now, and
+  ``FlowProducer.add`` of a flow whose leaves are such jobs: the add's own script
+  call takes one (the oldest job waiting, as a fetch would) for each Worker a slot
+  was reserved on first (a :class:`Handing`), and the job goes to that Worker's
+  handler pool. No marker wakes the Worker's fetcher, which would take it with a
+  second round trip.
 - A job's outcome written by a Worker of this process settles the waiters of that
   job in every ``QueueEvents`` of this process watching its queue, when the write
   returns, with the id of the outcome's event in the stream (so a waiter tells the
@@ -18,9 +20,10 @@ cluster or a Sentinel-managed primary has no fixed one and takes the long way.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import _fork
+from ._util import now_ms
 from .connection import RedisConnection
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -114,6 +117,37 @@ def reserve_one(workers: Iterable["Worker"]) -> "Optional[Worker]":
         if worker._take_slots(1):
             return worker
     return None
+
+
+class Handing:
+    """The Workers of this process one add's script call is to take a job for, in
+    order, a slot reserved on each, with the options of each take (``moveToActive``'s,
+    ``ts`` and whatever the script needs to know where to take it). After the call,
+    :meth:`hand` gives each Worker what was taken for it (a slot with nothing comes
+    back); a call that fails gives every slot back with :meth:`cancel`."""
+
+    def __init__(self) -> None:
+        self.workers: List["Worker"] = []
+        self.takes: List[Dict[str, Any]] = []
+
+    def reserve(self, connection: Any, marker: str, **where: Any) -> bool:
+        """One more take, when a Worker of ``marker``'s queue on that server is free."""
+        worker = LOCAL.taker(connection, marker)
+        if worker is None:
+            return False
+        self.workers.append(worker)
+        self.takes.append(dict(worker._runner.fetch_opts(1), ts=now_ms(), **where))
+        return True
+
+    def hand(self, taken: Sequence[List[Any]]) -> None:
+        """``taken[i]``: the jobs (none or one, as moveToActive returns them) taken for
+        the i-th Worker."""
+        for i, worker in enumerate(self.workers):
+            worker._handed(taken[i] if i < len(taken) else [])
+
+    def cancel(self) -> None:
+        for worker in self.workers:
+            worker._give_back_slots(1)
 
 
 def _drop(lock: threading.Lock, table: Dict[_Key, List[Any]], key: _Key, item: Any) -> None:

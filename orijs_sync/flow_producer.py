@@ -31,6 +31,8 @@ from . import _validate as check
 from . import options as job_options
 from ._cluster import check_flow
 from ._job_flow import PARENT_FLAGS, attach_to_parent, children_keys, parent_link
+from ._local import Handing
+from ._util import dumps
 from .connection import ConnectionLike, ConnectionOwner, RedisConnection
 from .job import Job
 from .queue import AddCall, Queue, check_add_result
@@ -139,22 +141,45 @@ class FlowProducer(ConnectionOwner):
 
     def _write(self, ordered: List[_Planned], side: Optional[Sequence[Any]]) -> List[Any]:
         """Every node in one ``addFlow`` script call: all checked, then all written, so a
-        refused node (a missing parent, an id held under another parent) adds nothing."""
+        refused node (a missing parent, an id held under another parent) adds nothing.
+        The same call takes a job for each free Worker of this process serving a leaf's
+        queue (see ``_local``)."""
         keys: List[str] = []
         args: List[Any] = [len(ordered)]
         for planned in ordered:
             k = planned.queue.keys
             keys += [k.meta, k.id, k.events]
             args += [k.base, *planned.call.args]
-        reply = self.connection.run_script(self.scripts, "addFlow", keys, args, side=side)
+        handing = self._handing(ordered)
+        if handing.takes:
+            args.append(dumps(handing.takes))
+        try:
+            reply = self.connection.run_script(self.scripts, "addFlow", keys, args, side=side)
+        except BaseException:
+            handing.cancel()
+            raise
         if reply and isinstance(reply[0], int):
+            handing.cancel()
             code, index = reply
             planned = ordered[index - 1]
             what = f"flow job {planned.call.name!r} ({planned.queue.name}:{planned.job_id})"
             if planned.parent_key:
                 what += f" with parent {planned.parent_key}"
             check_add_result(code, what + "; nothing of the flow was added")
+        if handing.takes:
+            reply, taken = reply
+            handing.hand(taken)
         return list(reply)
+
+    def _handing(self, ordered: List[_Planned]) -> Handing:
+        """A slot reserved on a free Worker of this process for each leaf (a node
+        without children, not delayed: it will wait) whose queue one serves."""
+        handing = Handing()
+        for planned in ordered:
+            if not planned.children and not planned.call.opts.get("delay"):
+                k = planned.queue.keys
+                handing.reserve(self.connection, k.marker, qk=k.base)
+        return handing
 
     def _flatten(self, plan: _Planned, out: List[_Planned]) -> None:
         out.append(plan)  # parents before their children

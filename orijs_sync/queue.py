@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, cast
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, cast
 
 from . import _validate as check
 from . import errors
 from . import options as job_options
 from ._cluster import check_queue
 from ._job_flow import attach_to_parent
-from ._local import LOCAL
+from ._local import Handing
 from ._queue_control import QueueControlMixin
 from ._queue_schedulers import SchedulerQueueMixin
 from ._util import dumps, now_ms
@@ -18,9 +18,6 @@ from .job import Job
 from .keys import QueueKeys
 from .metrics import MonitoringMixin
 from .scripts import Scripts
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .worker import Worker
 
 log = logging.getLogger(__name__)
 
@@ -70,18 +67,17 @@ class AddCall:
         return connection.run_script(scripts, "addJob", [k.meta, k.id, k.events], args + extra)
 
     def run_handing(self, scripts: Scripts, connection: RedisConnection,
-                    worker: "Worker") -> Any:
+                    handing: Handing) -> Any:
         """Add this job and, in the same call, take the oldest waiting job of the queue
-        for ``worker`` (of this process, one slot reserved for it): the job taken goes
-        to its handler pool, and the slot comes back when nothing was taken. Returns the
-        add's result."""
-        take = dict(worker._runner.fetch_opts(1), ts=now_ms())
+        for the Worker of this process ``handing`` reserved a slot on: the job taken
+        goes to its handler pool, and the slot comes back when nothing was taken.
+        Returns the add's result."""
         try:
-            results, jobs = AddCall._run([self], scripts, connection, [dumps(take)])
+            results, jobs = AddCall._run([self], scripts, connection, [dumps(handing.takes[0])])
         except BaseException:
-            worker._give_back_slots(1)
+            handing.cancel()
             raise
-        worker._handed(jobs)
+        handing.hand([jobs])
         return results[0]
 
     def job(self, queue: "Queue", job_id: str) -> Job:
@@ -141,10 +137,10 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin, MonitoringM
         """Add one job. Options are keywords (``delay`` in seconds, ``priority``, ``attempts``,
         ``backoff``, ``job_id``, ``remove_on_complete``...). Nothing is written on bad input."""
         call = self._add_call(name, {} if data is None else data, opts)
-        worker = None if call.opts.get("delay") else LOCAL.taker(self.connection,
-                                                                  self.keys.marker)
-        if worker is not None:   # a Worker of this process is free: it is handed a job
-            return self._added(call, call.run_handing(self.scripts, self.connection, worker))
+        handing = Handing()
+        if not call.opts.get("delay") and handing.reserve(self.connection, self.keys.marker):
+            # a Worker of this process is free: it is handed a job
+            return self._added(call, call.run_handing(self.scripts, self.connection, handing))
         return self._added(call, AddCall.run_batch([call], self.scripts, self.connection)[0])
 
     def add_bulk(self, jobs: Iterable[Mapping[str, Any]]) -> List[Job]:

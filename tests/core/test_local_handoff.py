@@ -11,8 +11,8 @@ from typing import Any, List
 
 import pytest
 
-from orijs_sync import Queue, QueueEvents, Worker, errors
-from orijs_sync._local import LOCAL
+from orijs_sync import FlowProducer, Queue, QueueEvents, Worker, errors
+from orijs_sync._local import LOCAL, Handing
 from orijs_sync.events.completion_tracker import CompletionTracker
 from orijs_sync.testing import wait_until
 from orijs_sync.workflows import BullMQWorkflowProvider, Workflow
@@ -95,6 +95,44 @@ def test_an_older_outcome_of_the_same_id_settles_no_newer_wait(queue, redis_url,
         events.close()
 
 
+def test_a_flow_hands_its_leaves_to_free_workers_of_the_process(redis_url, qname, r):
+    """``FlowProducer.add``'s own call takes each leaf (it waits) for a free Worker of
+    this process serving its queue: no fetch of the Worker's own takes them."""
+    flows = FlowProducer(redis_url)
+    done = threading.Event()
+    leaves = Worker(f"{qname}.leaf", lambda job: job.data, connection=redis_url,
+                    concurrency=4)
+    calls = counting(leaves)
+    with leaves, Worker(qname, lambda job: done.set(), connection=redis_url):
+        wait_until(lambda: "moveToActive" in calls)        # found the queue empty
+        time.sleep(0.2)
+        calls.clear()
+        node = flows.add({"name": "root", "queue_name": qname, "children": [
+            {"name": "leaf", "queue_name": f"{qname}.leaf", "data": i} for i in (1, 2)]})
+        assert done.wait(10)
+        time.sleep(0.2)                    # room for a fetch a marker would cause
+        assert calls == ["moveToFinished", "moveToFinished"], calls
+        assert r.zscore(flows.queue(f"{qname}.leaf").keys.marker, "0") is None
+        assert sorted(node.job.get_children_values().values()) == [1, 2]
+        wait_until(lambda: leaves._free == 4, 5, "every slot back")
+    flows.close()
+
+
+def test_a_refused_flow_or_a_delayed_leaf_takes_nothing(redis_url, qname, queue):
+    flows = FlowProducer(redis_url)
+    with Worker(qname, lambda job: "ran", connection=redis_url, concurrency=2) as worker:
+        with pytest.raises(errors.ScriptError, match="parent job does not exist"):
+            flows.add({"name": "orphan", "queue_name": qname,
+                       "opts": {"parent": {"id": "missing", "queue": f"bull:{qname}"}}})
+        assert queue.get_job_counts()["waiting"] == 0
+        wait_until(lambda: worker._free == 2, 5, "both slots free")    # none kept
+        node = flows.add({"name": "later", "queue_name": qname, "opts": {"delay": 0.3}})
+        assert queue.get_job_state(node.job.id) == "delayed"
+        wait_until(lambda: worker._free == 2, 5, "both slots free")
+        wait_until(lambda: queue.get_job_state(node.job.id) == "completed")
+    flows.close()
+
+
 def test_nothing_taken_gives_the_slot_back(queue, redis_url, qname, r):
     """A paused queue (or a delayed job) gives the handing add nothing: the slot comes
     back, and the job runs on resume."""
@@ -133,11 +171,12 @@ def test_a_job_handed_to_a_worker_closing_meanwhile_is_not_lost(queue, redis_url
     add still returns it, and it goes back to wait once its lock expires (stalled)."""
     worker = Worker(qname, lambda job: "late", connection=redis_url, lock_duration=1,
                     stalled_interval=0.5).start()
-    taker = LOCAL.taker(queue.connection, queue.keys.marker)
-    assert taker is worker
+    handing = Handing()
+    assert handing.reserve(queue.connection, queue.keys.marker)
+    assert handing.workers == [worker]
     assert worker.close(timeout=0.2) is False          # its reserved slot is never freed
     call = queue._add_call("x", {}, {})
-    job = queue._added(call, call.run_handing(queue.scripts, queue.connection, worker))
+    job = queue._added(call, call.run_handing(queue.scripts, queue.connection, handing))
     assert queue.get_job_state(job.id) == "active"    # taken in Redis, run by nobody
     with Worker(qname, lambda job: "recovered", connection=redis_url, lock_duration=1,
                 stalled_interval=0.5):
