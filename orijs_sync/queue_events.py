@@ -87,8 +87,7 @@ class _Tailer(Role):
                 return      # woken on purpose (a queue was added): read again at once
             raise
         for stream, entries in reply:
-            for entry_id, fields in entries:
-                self.owner._deliver(stream, entry_id, fields)
+            self.owner._deliver(stream, entries)
 
     def interrupt(self) -> None:
         self.blocking.interrupt()
@@ -252,8 +251,9 @@ class QueueEvents:
 
     def _stream_positions(self, shard: int) -> Dict[str, str]:
         with self._lock:
-            self._seen_generation[shard] = self._generation
-            self._changed.notify_all()
+            if self._seen_generation.get(shard) != self._generation:
+                self._seen_generation[shard] = self._generation
+                self._changed.notify_all()
             return {key: self._streams[key][1] for key in self._shard_keys.get(shard, ())}
 
     def catch_up(self, timeout: float) -> bool:
@@ -305,24 +305,38 @@ class QueueEvents:
             self._raw_listeners.append(fn)
         return fn
 
-    def _deliver(self, stream: str, entry_id: str, flat: Dict[str, str]) -> None:
+    def _deliver(self, stream: str, entries: List[Tuple[str, Dict[str, str]]]) -> None:
+        """Entries read from ``stream``, in order: an outcome settles its waiters, each
+        listener gets each event; then the stream's position moves past them. An event
+        no listener asked for and no waiter needs costs nothing more here."""
         with self._lock:
-            queue, _ = self._streams.get(stream, (None, None))
-            if queue is None:
-                return
-            self._streams[stream] = (queue, entry_id)
-            self._changed.notify_all()
-            listeners = list(self._listeners.get(flat.get("event", ""), ()))
-            raw = list(self._raw_listeners)
-        ev = QueueEvent(queue, flat.get("event", ""), flat.get("jobId"), flat, entry_id)
-        if ev.event in ("completed", "failed") and ev.job_id is not None:
-            self._settle_waiters(ev)
-        for fn in raw:
-            self._call(fn, ev)
-        if listeners:
-            value = ev.value
-            for fn in listeners:
-                self._call(fn, ev.job_id, value)
+            queue = self._streams.get(stream, (None, None))[0]
+        if queue is None or not entries:
+            return
+        for entry_id, flat in entries:
+            name = flat.get("event", "")
+            listeners: List[Callable[..., Any]] = []
+            raw: List[Callable[[QueueEvent], Any]] = []
+            if self._listeners or self._raw_listeners:    # (a hint: read again locked)
+                with self._lock:
+                    listeners = list(self._listeners.get(name, ()))
+                    raw = list(self._raw_listeners)
+            outcome = name in ("completed", "failed") and "jobId" in flat
+            if not (outcome or listeners or raw):
+                continue
+            ev = QueueEvent(queue, name, flat.get("jobId"), flat, entry_id)
+            if outcome:
+                self._settle_waiters(ev)
+            for fn in raw:
+                self._call(fn, ev)
+            if listeners:
+                value = ev.value
+                for fn in listeners:
+                    self._call(fn, ev.job_id, value)
+        with self._lock:
+            if stream in self._streams:
+                self._streams[stream] = (queue, entries[-1][0])
+                self._changed.notify_all()
 
     @staticmethod
     def _call(fn: Callable[..., Any], *args: Any) -> None:
