@@ -212,6 +212,8 @@ class Finisher(Role):
             groups = self._take_batch()
             if self._pending:
                 self._cv.notify()          # the other thread takes the rest
+        for group in groups.values():   # before the pipeline: their locks go with it
+            group[0].job._worker._set_finishing(group, True)
         sent = self._send_many(list(groups.values())) if len(groups) > 1 else {}
         failure: Optional[BaseException] = None
         for key, group in groups.items():

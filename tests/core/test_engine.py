@@ -368,6 +368,48 @@ def test_each_queue_keeps_its_own_lock_renewed_in_one_engine(conn, group, namesp
         release.set()
 
 
+def test_outcomes_written_in_one_pipeline_are_not_told_as_lost_locks(conn, group, namespace):
+    """Two queues' outcomes go to Redis in one pipelined round trip; a renewal landing
+    after that write, before the finisher has read its reply, finds their locks gone.
+    Those jobs are being finished, not lost: no ``LockLost``, and each ran once."""
+    release = threading.Event()
+    names = [f"pipe-{namespace}-{x}" for x in "ab"]
+    workers = [Worker(n, lambda job: release.wait(30) and job.id, group=group,
+                      concurrency=2).start() for n in names]
+    told: List[BaseException] = []
+    for w in workers:
+        w.on("error", told.append)
+    finisher = workers[0]._finisher
+    send_many = finisher._send_many
+    renewed: List[List[str]] = []
+
+    def send_then_renew(groups):
+        sent = send_many(groups)              # written: the jobs' locks are gone
+        for w in workers:                     # a renewal lands now, as its role would
+            call = w._renewer.call()
+            if call is not None:
+                reply = w.scripts.run(*call)
+                renewed.append(list(reply))
+                w._renewer.done(reply)
+        return sent
+    finisher._send_many = send_then_renew
+    queues = [Queue(n, connection=conn) for n in names]
+    for _ in range(20):                      # until both queues' outcomes share a batch
+        release.clear()
+        jobs = [q.add("x", {}) for q in queues for _ in range(2)]
+        wait_until(lambda: all(q.get_job_counts("active")["active"] == 2 for q in queues))
+        release.set()
+        for q, job in zip(queues * 2, jobs):
+            wait_until(lambda job=job: job.queue.get_job_state(job.id) == "completed")
+        if any(renewed):
+            break
+    assert any(renewed), "no pipelined write of two queues happened"
+    assert told == []
+    for q in queues:
+        for job in q.get_jobs(["completed"]):
+            assert job.attempts_made == 1
+
+
 def test_markers_past_the_first_shard_are_watched_by_watcher_threads(
         conn, namespace, monkeypatch):
     """Queues past the fetcher's shard of markers are waited on by marker watchers (one
