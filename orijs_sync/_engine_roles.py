@@ -212,8 +212,6 @@ class Finisher(Role):
             groups = self._take_batch()
             if self._pending:
                 self._cv.notify()          # the other thread takes the rest
-        for group in groups.values():   # before the pipeline: their locks go with it
-            group[0].job._worker._set_finishing(group, True)
         sent = self._send_many(list(groups.values())) if len(groups) > 1 else {}
         failure: Optional[BaseException] = None
         for key, group in groups.items():
@@ -248,6 +246,7 @@ class Finisher(Role):
         calls = []
         for group in groups:
             w: Any = group[0].job._worker
+            w._set_finishing(group, True)    # before the pipeline: their locks go with it
             fetch = len(group) if w._fetch_next_allowed() else 0
             calls.append((w, w._runner.finish_call(group, fetch)))
         try:

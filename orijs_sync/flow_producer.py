@@ -66,6 +66,11 @@ class _Planned:
     parent_key: Optional[str]
     stored_parent: Optional[Dict[str, Any]]
 
+    def what(self) -> str:
+        """The node as an error about its add names it."""
+        what = f"flow job {self.call.name!r} ({self.queue.name}:{self.job_id})"
+        return what + f" with parent {self.parent_key}" if self.parent_key else what
+
 
 class FlowProducer(ConnectionOwner):
     """Adds and reads flows. Thread-safe; share one instance."""
@@ -133,10 +138,7 @@ class FlowProducer(ConnectionOwner):
         results = self._write(ordered, side)
         ids = {}
         for planned, result in zip(ordered, results):
-            what = f"flow job {planned.call.name!r} ({planned.queue.name}:{planned.job_id})"
-            if planned.parent_key:
-                what += f" with parent {planned.parent_key}"
-            ids[id(planned)] = check_add_result(result, what)[0]
+            ids[id(planned)] = check_add_result(result, planned.what())[0]
         return [self._node(plan, ids) for plan in plans]
 
     def _write(self, ordered: List[_Planned], side: Optional[Sequence[Any]]) -> List[Any]:
@@ -161,11 +163,7 @@ class FlowProducer(ConnectionOwner):
         if reply and isinstance(reply[0], int):
             handing.cancel()
             code, index = reply
-            planned = ordered[index - 1]
-            what = f"flow job {planned.call.name!r} ({planned.queue.name}:{planned.job_id})"
-            if planned.parent_key:
-                what += f" with parent {planned.parent_key}"
-            check_add_result(code, what + "; nothing of the flow was added")
+            check_add_result(code, ordered[index - 1].what() + "; nothing of the flow was added")
         if handing.takes:
             reply, taken = reply
             handing.hand(taken)
