@@ -13,6 +13,9 @@ writes, and the long way still runs beside it. What is saved is a wake.
   job in every ``QueueEvents`` of this process watching its queue, when the write
   returns, with the id of the outcome's event in the stream (so a waiter tells the
   run it waits for apart exactly as when its events thread reads that entry, later).
+- While every waiter of a ``QueueEvents`` waits for a job a Worker here holds, its
+  events thread rests (see ``_expect``); a Worker letting a job go (``released``)
+  or closing wakes it.
 
 A server is told by its address (``[user@]host:port/db`` or a unix socket): a
 cluster or a Sentinel-managed primary has no fixed one and takes the long way.
@@ -48,6 +51,7 @@ class _Registry:
         self._lock = threading.Lock()
         self._workers: Dict[_Key, List["Worker"]] = {}
         self._watchers: Dict[_Key, List["QueueEvents"]] = {}
+        self._events: Dict[str, List["QueueEvents"]] = {}    # by server: may rest
         _fork.track(self)
 
     def _after_fork_in_child(self) -> None:
@@ -55,6 +59,7 @@ class _Registry:
         self._lock = threading.Lock()
         self._workers = {}
         self._watchers = {}
+        self._events = {}
 
     # -- workers -------------------------------------------------------------
     def add_worker(self, worker: "Worker") -> None:
@@ -67,6 +72,26 @@ class _Registry:
         server = server_of(worker.connection)
         if server is not None:
             _drop(self._lock, self._workers, (server, worker.keys.marker), worker)
+            for events in self._events_of(server):
+                events._wake_rest()       # what it held is no longer covered
+
+    def holds(self, server: str, marker: str, job_id: str) -> bool:
+        """A Worker of this process serving ``marker``'s queue on ``server`` has the
+        job active (taken, not yet written or let go)."""
+        with self._lock:
+            workers = list(self._workers.get((server, marker), ()))
+        return any(worker._holds(job_id) for worker in workers)
+
+    def released(self, connection: Any, marker: str, job_ids: Sequence[str]) -> None:
+        """A Worker let these jobs go (written, retried, lost...): a QueueEvents resting
+        on one of them reads again."""
+        if not self._events:
+            return
+        server = server_of(connection)
+        if server is None:
+            return
+        for events in self._events_of(server):
+            events._released(marker, job_ids)
 
     def taker(self, connection: Any, marker: str) -> "Optional[Worker]":
         """A Worker of this process serving ``marker``'s queue on the same server, with
@@ -80,12 +105,32 @@ class _Registry:
             workers = list(self._workers.get((server, marker), ()))
         return reserve_one(workers)
 
+    # -- events threads --------------------------------------------------------
+    def add_events(self, events: "QueueEvents") -> None:
+        server = server_of(events.connection)
+        if server is not None:
+            with self._lock:
+                listed = self._events.setdefault(server, [])
+                if events not in listed:
+                    listed.append(events)
+
+    def remove_events(self, events: "QueueEvents") -> None:
+        server = server_of(events.connection)
+        if server is not None:
+            _drop(self._lock, self._events, server, events)
+
+    def _events_of(self, server: str) -> "List[QueueEvents]":
+        with self._lock:
+            return list(self._events.get(server, ()))
+
     # -- watchers ------------------------------------------------------------
     def add_watcher(self, events: "QueueEvents", stream: str) -> None:
         server = server_of(events.connection)
         if server is not None:
             with self._lock:
-                self._watchers.setdefault((server, stream), []).append(events)
+                listed = self._watchers.setdefault((server, stream), [])
+                if events not in listed:
+                    listed.append(events)
 
     def remove_watcher(self, events: "QueueEvents", stream: str) -> None:
         server = server_of(events.connection)
@@ -150,7 +195,7 @@ class Handing:
             worker._give_back_slots(1)
 
 
-def _drop(lock: threading.Lock, table: Dict[_Key, List[Any]], key: _Key, item: Any) -> None:
+def _drop(lock: threading.Lock, table: Dict[Any, List[Any]], key: Any, item: Any) -> None:
     with lock:
         items = table.get(key, [])
         if item in items:

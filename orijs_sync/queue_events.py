@@ -5,6 +5,10 @@ One ``XREAD BLOCK`` covers many queues: a process needs one events thread for up
 proportion to the streams it names, and is sent again after every entry, so the
 streams are shared out over up to ``MAX_SHARDS`` threads). Listeners run on those
 threads and must not block; ``wait_for_job`` settles futures from them.
+
+With no listener, a thread whose waiters all wait for jobs a Worker of this process
+holds rests, reading every ``REST`` seconds instead of after every event (see
+``_expect``): the Worker settles them as it writes.
 """
 from __future__ import annotations
 
@@ -13,19 +17,22 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from . import _fork, errors
 from . import _validate as check
 from ._cluster import check_queue
+from ._event_entry import UNKNOWN_RUN, QueueEvent, settle_from_event, stream_id
+from ._expect import REST, Expectations
 from ._futures import result_or_named_timeout, settle, wait_timeout
-from ._local import LOCAL
+from ._local import LOCAL, server_of
 from ._roles import Role
 from ._shards import deal
 from ._util import loads
 from .connection import ConnectionLike, as_connection
 from .keys import QueueKeys
+
+__all__ = ["QueueEvent", "QueueEvents"]
 
 log = logging.getLogger(__name__)
 
@@ -33,35 +40,7 @@ MAX_BLOCK = 3600.0   # longest XREAD BLOCK (its socket timeout is longer still)
 SHARD_SIZE = 64      # streams per events thread before the next thread is started
 MAX_SHARDS = 16      # at most this many threads; past SHARD_SIZE * MAX_SHARDS streams,
                      # the streams are dealt round-robin over them
-
-# The field each event carries as its "value" for on(event, fn(job_id, value)).
-_VALUE_FIELD = {"completed": "returnvalue", "failed": "failedReason", "progress": "data",
-                "delayed": "delay", "active": "prev", "waiting": "prev", "removed": "prev",
-                "added": "name", "retries-exhausted": "attemptsMade",
-                "deduplicated": "deduplicationId", "waiting-children": None, "stalled": None,
-                "duplicated": None, "drained": None, "paused": None, "resumed": None,
-                "cleaned": "count"}
-_JSON_FIELDS = {"returnvalue", "data"}
-
-
-@dataclass
-class QueueEvent:
-    """One entry of a queue's events stream."""
-
-    queue: str
-    event: str
-    job_id: Optional[str]
-    fields: Dict[str, str] = field(default_factory=dict)
-    id: str = ""
-
-    @property
-    def value(self) -> Any:
-        name = _VALUE_FIELD.get(self.event)
-        if name is None:
-            return None
-        raw = self.fields.get(name)
-        return loads(raw) if name in _JSON_FIELDS else raw
-
+READ_COUNT = 1000    # entries per stream per XREAD
 
 class _Tailer(Role):
     """Reads the streams of one shard, one XREAD BLOCK at a time."""
@@ -73,6 +52,8 @@ class _Tailer(Role):
         self.owner = owner
         self.shard = shard
         self.blocking = owner.connection.blocking_client(owner.block_timeout)
+        self.woken = threading.Event()    # ends a rest (see QueueEvents._rest)
+        self._read_last = False           # a rest comes after a read, never two in a row
 
     def loop(self) -> None:
         self.blocking.take_interrupt()
@@ -80,16 +61,26 @@ class _Tailer(Role):
         if not streams:
             self.owner._wait_for_queues(self.shard)
             return
+        if self._read_last:
+            woken = self.owner._rest(self)
+            if woken is not None:
+                self._read_last = woken     # woken early: may it rest on? (else: read)
+                return
         try:
-            reply = self.blocking.xread(streams, int(self.owner.block_timeout * 1000), 1000)
+            reply = self.blocking.xread(streams, int(self.owner.block_timeout * 1000),
+                                        READ_COUNT)
         except errors.ConnectionError:
             if self.blocking.take_interrupt():
                 return      # woken on purpose (a queue was added): read again at once
             raise
+        full = False
         for stream, entries in reply:
             self.owner._deliver(stream, entries)
+            full = full or len(entries) >= READ_COUNT
+        self._read_last = not full     # more to read: no rest before it is read
 
     def interrupt(self) -> None:
+        self.woken.set()
         self.blocking.interrupt()
 
 
@@ -132,6 +123,8 @@ class QueueEvents:
         self._seen_generation: Dict[int, int] = {}            # by shard
         self._listeners: Dict[str, List[Callable[..., Any]]] = {}
         self._raw_listeners: List[Callable[[QueueEvent], Any]] = []
+        self._prompt = 0            # raw listeners that want events as they are written
+        self._catching_up = 0       # catch_up calls under way
         # told of outcomes written by this process's workers when written (see _local);
         # the same event comes again from the stream
         self._written_listeners: List[Callable[[QueueEvent], Any]] = []
@@ -143,6 +136,8 @@ class QueueEvents:
         self._recent: "OrderedDict[Tuple[str, str], QueueEvent]" = OrderedDict()
         self._recent_max = recent_outcomes
         self._evicted = (0, 0)     # the highest stream id of an outcome dropped from _recent
+        # what waiters (here, and _expect's) wait for, and whether Workers here hold it
+        self._expectations = Expectations(prefix, server_of(self.connection))
         self._stop = threading.Event()
         self._tailers: Dict[int, _Tailer] = {}    # by shard
         self._started = False
@@ -160,6 +155,7 @@ class QueueEvents:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._waiters = {}
+        self._expectations = Expectations(self.prefix, self._expectations.server)
         self._stop = threading.Event()
         self._restart = self._started and not self._closed
         self._started = False
@@ -191,7 +187,7 @@ class QueueEvents:
             if key in self._streams:
                 return
             self._streams[key] = (name, start)
-            self._starts[key] = _stream_id(start)
+            self._starts[key] = stream_id(start)
             shard = self._shard_of[key] = self._next_shard()
             self._shard_keys.setdefault(shard, []).append(key)
             self._generation += 1
@@ -264,22 +260,29 @@ class QueueEvents:
         pipe = self.client.pipeline(transaction=False)
         for key in keys:
             pipe.xrevrange(key, count=1)
-        targets = {key: _stream_id(last[0][0]) for key, last in zip(keys, pipe.execute())
+        targets = {key: stream_id(last[0][0]) for key, last in zip(keys, pipe.execute())
                    if last}
         deadline = time.monotonic() + timeout
 
         def reached() -> bool:
             return all(key not in self._streams
-                       or _stream_id(self._streams[key][1]) >= target
+                       or stream_id(self._streams[key][1]) >= target
                        for key, target in targets.items())
 
         with self._lock:
-            while not reached():
-                left = deadline - time.monotonic()
-                if left <= 0 or self._stop.is_set() or not self._tailers:
-                    return False
-                self._changed.wait(min(left, 0.1))
-        return True
+            self._catching_up += 1      # no rest until it is done
+        self._wake_rest()
+        try:
+            with self._lock:
+                while not reached():
+                    left = deadline - time.monotonic()
+                    if left <= 0 or self._stop.is_set() or not self._tailers:
+                        return False
+                    self._changed.wait(min(left, 0.1))
+            return True
+        finally:
+            with self._lock:
+                self._catching_up -= 1
 
     # -- listeners ---------------------------------------------------------
     def on(self, event: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -290,6 +293,7 @@ class QueueEvents:
         self.resume_after_fork()
         with self._lock:
             self._listeners.setdefault(event, []).append(fn)
+        self._wake_rest()
         return fn
 
     def off(self, event: str, fn: Callable[..., Any]) -> None:
@@ -299,11 +303,56 @@ class QueueEvents:
 
     def on_event(self, fn: Callable[[QueueEvent], Any]) -> Callable[[QueueEvent], Any]:
         """``fn(event)`` for every event of every watched queue (a :class:`QueueEvent`)."""
+        return self._add_raw(fn, prompt=True)
+
+    def _follow(self, fn: Callable[[QueueEvent], Any]) -> Callable[[QueueEvent], Any]:
+        """Like ``on_event``, for a listener that only settles what it registered with
+        ``_expect``: it does not keep the thread from resting, so it may get an event
+        up to ``REST`` seconds late while no expectation needs it sooner."""
+        return self._add_raw(fn, prompt=False)
+
+    def _add_raw(self, fn: Callable[[QueueEvent], Any], prompt: bool) -> Callable[[QueueEvent], Any]:
         check.function(fn, "fn")
         self.resume_after_fork()
         with self._lock:
             self._raw_listeners.append(fn)
+            self._prompt += prompt
+        self._wake_rest()
         return fn
+
+    # -- resting (see _expect) -----------------------------------------------
+    def _expect(self, owner: Any, jobs: Sequence[Tuple[str, str]]) -> None:
+        """``owner`` (hashable: a future, a pending result) waits for an outcome that any
+        of ``jobs`` ((queue name, job id)) held by a Worker of this process brings by
+        its write. Until ``_unexpect(owner)``, the thread rests only while one is."""
+        if not self._expectations.add(owner, jobs):
+            self._wake_rest()
+
+    def _unexpect(self, owner: Any) -> None:
+        self._expectations.drop(owner)
+
+    def _released(self, marker: str, job_ids: Sequence[str]) -> None:
+        """A Worker here let these jobs go (see ``_local``)."""
+        if self._expectations.names(marker, job_ids):
+            self._wake_rest()
+
+    def _wake_rest(self) -> None:
+        """A resting thread reads again now (and rests again if it still may)."""
+        with self._lock:
+            tailers = list(self._tailers.values())
+        for tailer in tailers:
+            tailer.woken.set()
+
+    def _rest(self, tailer: _Tailer) -> Optional[bool]:
+        """On ``tailer``'s thread: rest up to ``REST`` seconds if nothing needs events
+        sooner. None: it may not; True: woken before the end; False: rested ``REST``."""
+        tailer.woken.clear()       # before the check: a wake from now on ends the rest
+        with self._lock:
+            if self._catching_up or self._prompt or any(self._listeners.values()):
+                return None
+        if not self._expectations.covered():
+            return None
+        return tailer.woken.wait(REST)
 
     def _deliver(self, stream: str, entries: List[Tuple[str, Dict[str, str]]]) -> None:
         """Entries read from ``stream``, in order: an outcome settles its waiters, each
@@ -348,7 +397,7 @@ class QueueEvents:
     # -- waiting for one job -----------------------------------------------
     def _settle_waiters(self, ev: QueueEvent) -> None:
         key = (ev.queue, ev.job_id or "")
-        written = _stream_id(ev.id)
+        written = stream_id(ev.id)
         with self._lock:
             waiting = self._waiters.pop(key, [])
             futures = [fut for fut, floor in waiting if written > floor]
@@ -358,10 +407,11 @@ class QueueEvents:
             self._recent[key] = ev
             self._recent.move_to_end(key)
             while len(self._recent) > self._recent_max:
-                dropped = _stream_id(self._recent.popitem(last=False)[1].id)
+                dropped = stream_id(self._recent.popitem(last=False)[1].id)
                 self._evicted = max(self._evicted, dropped)
         for fut in futures:
-            _settle_from_event(fut, ev)
+            self._expectations.drop(fut)
+            settle_from_event(fut, ev)
 
     def _settle_written(self, stream: str, entry_id: str, fields: Dict[str, str]) -> None:
         """A Worker of this process wrote a job's outcome (``fields``) to ``stream`` as
@@ -371,13 +421,9 @@ class QueueEvents:
             watched = self._streams.get(stream)
             if watched is None:
                 return
-            waited = (watched[0], fields["jobId"]) in self._waiters
             listeners = list(self._written_listeners)
-        if not waited and not listeners:
-            return
         ev = QueueEvent(watched[0], fields["event"], fields["jobId"], fields, entry_id)
-        if waited:
-            self._settle_waiters(ev)
+        self._settle_waiters(ev)    # remembered too: a wait may start after (the thread rests)
         for fn in listeners:
             self._call(fn, ev)
 
@@ -431,11 +477,12 @@ class QueueEvents:
         with self._lock:
             floor = self._floor_of_added(queue, added_event)
             seen = self._recent.get(key)
-            if floor is not None and seen is not None and _stream_id(seen.id) > floor:
+            if floor is not None and seen is not None and stream_id(seen.id) > floor:
                 floor = None   # it ended before the wait: Redis tells which run is current
             # without a floor: registered first, deaf until it knows which run it waits for
             self._waiters.setdefault(key, []).append(
-                (fut, _UNKNOWN_RUN if floor is None else floor))
+                (fut, UNKNOWN_RUN if floor is None else floor))
+        self._expect(fut, [key])
         if floor is not None:
             return fut
         state, returnvalue, failed_reason, floor = self._current_run(queue, str(job_id))
@@ -446,14 +493,14 @@ class QueueEvents:
             for i, (waiting, _) in enumerate(self._waiters.get(key, ())):
                 if waiting is fut:   # outcomes written up to ``floor`` are earlier runs'
                     self._waiters[key][i] = (fut, floor)
-        if seen is not None and _stream_id(seen.id) > floor:
-            _settle_from_event(fut, seen)      # delivered while the run was being read
+        if seen is not None and stream_id(seen.id) > floor:
+            settle_from_event(fut, seen)      # delivered while the run was being read
         elif state == "completed":
             settle(fut, result=loads(returnvalue))
         elif state == "failed":
             settle(fut, exc=errors.JobFailed(failed_reason or "", str(job_id)))
         elif state == "unknown" and seen is not None:
-            _settle_from_event(fut, seen)
+            settle_from_event(fut, seen)
         if fut.done():
             self._forget(queue.name, str(job_id), fut)
         return fut
@@ -467,7 +514,7 @@ class QueueEvents:
         start = self._starts.get(queue.keys.events)
         if added_event is None or start is None:
             return None
-        added = _stream_id(added_event)
+        added = stream_id(added_event)
         return added if start <= added and self._evicted < added else None
 
     def _current_run(self, queue: Any, job_id: str) -> Tuple[str, Any, Any, Tuple[int, int]]:
@@ -476,7 +523,7 @@ class QueueEvents:
         that id."""
         state, returnvalue, failed_reason, last = queue.scripts.run(
             "currentRun", [queue.keys.base, queue.keys.events], [job_id])
-        return str(state), returnvalue, failed_reason, _stream_id(str(last))
+        return str(state), returnvalue, failed_reason, stream_id(str(last))
 
     def _forget(self, queue: str, job_id: str, fut: "Future[Any]") -> None:
         with self._lock:
@@ -486,6 +533,7 @@ class QueueEvents:
                 self._waiters[key] = left
             else:
                 self._waiters.pop(key, None)
+        self._expectations.drop(fut)
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> "QueueEvents":
@@ -495,6 +543,10 @@ class QueueEvents:
                 raise errors.ShutdownError("QueueEvents is closed")
             self._restart = False
             self._started = True
+            streams = list(self._streams)
+        LOCAL.add_events(self)
+        for key in streams:         # (again after a fork: the child's registry is new)
+            LOCAL.add_watcher(self, key)
         self._start_tailers()
         return self
 
@@ -525,11 +577,13 @@ class QueueEvents:
             self._changed.notify_all()
         for key in streams:
             LOCAL.remove_watcher(self, key)
+        LOCAL.remove_events(self)
         for tailer in tailers:
             tailer.stop()
             tailer.blocking.close()
         with self._lock:
             waiters, self._waiters = self._waiters, {}
+        self._expectations.clear()
         for futures in waiters.values():
             for fut, _ in futures:
                 settle(fut, exc=errors.ShutdownError("QueueEvents closed"))
@@ -541,19 +595,3 @@ class QueueEvents:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-_UNKNOWN_RUN = (2 ** 63, 0)   # above every stream id
-
-
-def _stream_id(entry_id: str) -> Tuple[int, int]:
-    """A stream entry id ``"ms-seq"`` as a comparable pair."""
-    ms, _, seq = entry_id.partition("-")
-    return int(ms), int(seq or 0)
-
-
-def _settle_from_event(fut: "Future[Any]", ev: QueueEvent) -> None:
-    if ev.event == "completed":
-        settle(fut, result=ev.value)
-    else:
-        settle(fut, exc=errors.JobFailed(ev.fields.get("failedReason", ""), ev.job_id))

@@ -17,6 +17,7 @@ from . import _validate as check
 from . import options as job_options
 from ._engine import Engine
 from ._futures import wait_timeout
+from ._local import LOCAL
 from ._locks import LockRenewer, lock_retry_interval
 from ._pools import deadline_of, remaining
 from ._processing import BackoffStrategy, JobRunner, Outcome
@@ -453,8 +454,7 @@ class Worker:
         except RuntimeError:     # the handler pool is shut down
             log.warning("worker %s closed before job %s handed to it ran; it stalls and "
                         "goes back to wait", self.name, job.id)
-            with self._cv:
-                self._forget(job)
+            self._let_go([job])
             self._give_back_slots(1)
 
     def _run(self, job: Optional[Job]) -> None:
@@ -480,8 +480,7 @@ class Worker:
         finally:
             _handling.worker = None
         if outcome is None:
-            with self._cv:
-                self._forget(job)
+            self._let_go([job])
             self._give_back_slots(1)
             return None
         with self._cv:
@@ -511,6 +510,7 @@ class Worker:
             if job._worker is not self:
                 with job._worker._cv:
                     job._worker._active[job.id] = job
+        LOCAL.released(self.connection, self.keys.marker, [o.job.id for o in batch])
         self._give_back_slots(len(batch) - len(own))
         kept = next_jobs.pop(0) if keep_one and next_jobs else None
         assert self._engine is not None
@@ -524,9 +524,21 @@ class Worker:
                 outcome.job._finishing = finishing
 
     def _forget(self, job: Job) -> None:
-        """Under ``_cv``: the job no longer needs its lock renewed."""
+        """Under ``_cv``: the job no longer needs its lock renewed. The caller then
+        tells ``LOCAL.released`` (after the jobs taken in its place are active)."""
         if self._active.get(job.id) is job:
             del self._active[job.id]
+
+    def _let_go(self, jobs: List[Job]) -> None:
+        with self._cv:
+            for job in jobs:
+                self._forget(job)
+        LOCAL.released(self.connection, self.keys.marker, [job.id for job in jobs])
+
+    def _holds(self, job_id: str) -> bool:
+        """The job is active here: its outcome is this worker's to write (see _local)."""
+        with self._cv:
+            return job_id in self._active
 
     def _fetch_next_allowed(self) -> bool:
         return self._state == "running" and not self._paused and not self._fetch_stop.is_set()

@@ -105,7 +105,7 @@ class CompletionTracker:
                 return self
             self._started = True
         qe = self._queue_events_class([], connection=self.connection, prefix=self.prefix)
-        qe.on_event(self._on_event)
+        qe._follow(self._on_event)      # prompt only for jobs no Worker here holds
         qe.on_written(self._on_event)   # outcomes written here: settled without a wake
         self._timer.start()
         with self._lock:
@@ -199,6 +199,8 @@ class CompletionTracker:
             self._job_ids.setdefault(queue_name, {}).setdefault(job_id, []).append(correlation_id)
             early = self._early.get(queue_name, {}).pop(job_id, None)
             self._mapped_one(queue_name)
+            if self._queue_events is not None:     # dropped with it in _take
+                self._queue_events._expect(pending, [(queue_name, job_id)])
         if early is not None:
             if early.is_failure:
                 self.fail(queue_name, correlation_id, early.result)
@@ -227,6 +229,8 @@ class CompletionTracker:
         if pending.job_id is None:
             self._mapped_one(queue_name)
         else:
+            if self._queue_events is not None:
+                self._queue_events._unexpect(pending)
             by_job = self._job_ids.get(queue_name, {})
             corrs = by_job.get(pending.job_id)
             if corrs is not None:

@@ -151,8 +151,9 @@ class BullMQWorkflowProvider(ProviderBase):
             self._timer.start()
             events = self._queue_events_class(list(self._by_queue), connection=self._connection,
                                               prefix=self.prefix, autorun=False)
-            events.on_event(self._on_event)
+            events._follow(self._on_event)      # prompt only for flows run elsewhere
             events.on_written(self._on_event)   # outcomes written here: no events-thread wake
+            self._tracker.on_settled = events._unexpect
             self._events = events
             events.start()
             self._state = "started"
@@ -225,6 +226,9 @@ class BullMQWorkflowProvider(ProviderBase):
                 handle._settle(exc=exc)
             return handle
         self._tracker.set_status(key, "running", only_from="pending")
+        if events is not None:     # the events thread may rest while a job of it runs here
+            jobs = _jobs_of(tree)
+            self._tracker.while_pending(pending, lambda: events._expect(pending, jobs))
         if exists:
             self.flow_registry.register(flow_id, key[0])
             self._settle_from_redis(key, [pending])
@@ -385,3 +389,11 @@ def _close_all(workers: List[Worker], deadline: Optional[float]) -> List[str]:
     with lock:
         closing = {f"{name[len('close-'):]} (closing)" for name in late}
         return sorted(set(busy) | closing)
+
+
+def _jobs_of(node: Mapping[str, Any]) -> List[Tuple[str, str]]:
+    """(queue name, job id) of every job of a flow's tree."""
+    jobs = [(node["queue_name"], str(node["opts"]["job_id"]))]
+    for child in node.get("children", ()):
+        jobs += _jobs_of(child)
+    return jobs

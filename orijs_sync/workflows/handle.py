@@ -98,6 +98,7 @@ class FlowTracker:
         self._pending: Dict[FlowKey, List[Pending]] = {}
         self._states: "OrderedDict[FlowKey, LocalFlowState]" = OrderedDict()
         self._closed = False
+        self.on_settled: Optional[Callable[[Pending], Any]] = None   # each claimed one
         _fork.track(self)
 
     def _after_fork_in_child(self) -> None:
@@ -125,6 +126,13 @@ class FlowTracker:
         with self._lock:
             return key in self._pending
 
+    def while_pending(self, pending: Pending, fn: Callable[[], Any]) -> None:
+        """``fn()``, under the lock, unless the result is settled: what it registers is
+        undone by ``on_settled``, which a claim calls after it."""
+        with self._lock:
+            if not pending.settled:
+                fn()
+
     def claim(self, pending: Pending) -> bool:
         """Take the right to settle one pending result (False: someone else has it)."""
         with self._lock:
@@ -136,8 +144,14 @@ class FlowTracker:
                 entries.remove(pending)
                 if not entries:
                     del self._pending[pending.key]
-        self.timer.cancel(pending.timer)
+        self._claimed([pending])
         return True
+
+    def _claimed(self, claimed: List[Pending]) -> None:
+        for p in claimed:
+            self.timer.cancel(p.timer)
+            if self.on_settled is not None:
+                self.on_settled(p)
 
     def claim_all(self, key: FlowKey) -> List[Pending]:
         """Take every unsettled pending result of a flow."""
@@ -146,8 +160,7 @@ class FlowTracker:
             claimed = [p for p in entries if not p.settled]
             for p in claimed:
                 p.settled = True
-        for p in claimed:
-            self.timer.cancel(p.timer)
+        self._claimed(claimed)
         return claimed
 
     # -- local flow states -------------------------------------------------
@@ -218,8 +231,7 @@ class FlowTracker:
             self._pending.clear()
             states = list(self._states.values())
             self._states.clear()
-        for p in claimed:
-            self.timer.cancel(p.timer)
+        self._claimed(claimed)
         for state in states:
             self.timer.cancel(state.cleanup)
         return claimed

@@ -67,6 +67,21 @@ def test_a_wait_is_settled_by_the_write_of_a_worker_of_the_process(queue, redis_
         events.close()
 
 
+def test_a_wait_that_starts_after_the_write_of_a_removed_job_is_settled_by_it(
+        queue, redis_url, qname):
+    """The events thread is never started and the job is removed as it completes: the
+    outcome a Worker of the process wrote is remembered for a wait that starts later
+    (while an events thread rests, nothing else tells it)."""
+    events = QueueEvents(qname, connection=redis_url, autorun=False)
+    try:
+        with Worker(qname, lambda job: job.data * 2, connection=redis_url):
+            job = queue.add("x", 21, remove_on_complete=True)
+            wait_until(lambda: queue.get_job_state(job.id) == "unknown", 10, "removed")
+            assert job.wait_until_finished(events, 5) == 42
+    finally:
+        events.close()
+
+
 def test_the_stream_still_delivers_each_outcome_once(queue, redis_url, qname):
     seen: List[str] = []
     with QueueEvents(qname, connection=redis_url) as events, \

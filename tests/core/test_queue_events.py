@@ -236,12 +236,15 @@ def test_remove_queue_and_off_stop_deliveries(redis_url, namespace):
 def test_a_wait_for_a_job_removed_on_completion_before_its_event_is_read(
         queue, redis_url, qname):
     """The job finished and was removed before the wait began, and the events thread
-    has not read its outcome yet: the outcome, read later, settles the wait."""
-    events = QueueEvents(qname, connection=redis_url, autorun=False)   # reads nothing yet
+    has not read its outcome yet: the outcome, read later, settles the wait. (The
+    QueueEvents is made after the write, so no Worker's write told it: see
+    test_local_handoff for that.)"""
+    job = queue.add("x", {"n": 7}, remove_on_complete=True)
+    with Worker(qname, lambda j: j.data["n"] * 6, connection=redis_url):
+        wait_until(lambda: queue.get_job(job.id) is None, 20)           # done and removed
+    events = QueueEvents(qname, connection=redis_url, autorun=False,     # reads nothing yet
+                         last_event_id="0")
     try:
-        job = queue.add("x", {"n": 7}, remove_on_complete=True)
-        with Worker(qname, lambda j: j.data["n"] * 6, connection=redis_url):
-            wait_until(lambda: queue.get_job(job.id) is None, 20)       # done and removed
         future = events.job_future(queue, job.id)
         assert not future.done()
         events.start()                                  # reads the stream from before the add
