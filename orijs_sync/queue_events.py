@@ -123,7 +123,8 @@ class QueueEvents:
         self._seen_generation: Dict[int, int] = {}            # by shard
         self._listeners: Dict[str, List[Callable[..., Any]]] = {}
         self._raw_listeners: List[Callable[[QueueEvent], Any]] = []
-        self._prompt = 0            # raw listeners that want events as they are written
+        # _follow's listeners, by the events they take: they never keep the thread awake
+        self._followers: Dict[str, List[Callable[[QueueEvent], Any]]] = {}
         self._catching_up = 0       # catch_up calls under way
         # told of outcomes written by this process's workers when written (see _local);
         # the same event comes again from the stream
@@ -303,22 +304,23 @@ class QueueEvents:
 
     def on_event(self, fn: Callable[[QueueEvent], Any]) -> Callable[[QueueEvent], Any]:
         """``fn(event)`` for every event of every watched queue (a :class:`QueueEvent`)."""
-        return self._add_raw(fn, prompt=True)
-
-    def _follow(self, fn: Callable[[QueueEvent], Any]) -> Callable[[QueueEvent], Any]:
-        """Like ``on_event``, for a listener that only settles what it registered with
-        ``_expect``: it does not keep the thread from resting, so it may get an event
-        up to ``REST`` seconds late while no expectation needs it sooner."""
-        return self._add_raw(fn, prompt=False)
-
-    def _add_raw(self, fn: Callable[[QueueEvent], Any], prompt: bool) -> Callable[[QueueEvent], Any]:
         check.function(fn, "fn")
         self.resume_after_fork()
         with self._lock:
             self._raw_listeners.append(fn)
-            self._prompt += prompt
         self._wake_rest()
         return fn
+
+    def _follow(self, fn: Callable[[QueueEvent], Any], events: Sequence[str]) -> None:
+        """``fn(event)`` for each of these ``events``, for a listener that only settles
+        what it registered with ``_expect``: it does not keep the thread from resting,
+        so it may get an event up to ``REST`` seconds late while no expectation needs
+        it sooner."""
+        check.function(fn, "fn")
+        self.resume_after_fork()
+        with self._lock:
+            for name in events:
+                self._followers.setdefault(check.string(name, "events"), []).append(fn)
 
     # -- resting (see _expect) -----------------------------------------------
     def _expect(self, owner: Any, jobs: Sequence[Tuple[str, str]]) -> None:
@@ -348,7 +350,7 @@ class QueueEvents:
         sooner. None: it may not; True: woken before the end; False: rested ``REST``."""
         tailer.woken.clear()       # before the check: a wake from now on ends the rest
         with self._lock:
-            if self._catching_up or self._prompt or any(self._listeners.values()):
+            if self._catching_up or self._raw_listeners or any(self._listeners.values()):
                 return None
         if not self._expectations.covered():
             return None
@@ -366,10 +368,10 @@ class QueueEvents:
             name = flat.get("event", "")
             listeners: List[Callable[..., Any]] = []
             raw: List[Callable[[QueueEvent], Any]] = []
-            if self._listeners or self._raw_listeners:    # (a hint: read again locked)
-                with self._lock:
+            if self._listeners or self._raw_listeners or self._followers:   # (hints: read
+                with self._lock:                                              # again locked)
                     listeners = list(self._listeners.get(name, ()))
-                    raw = list(self._raw_listeners)
+                    raw = self._raw_listeners + self._followers.get(name, [])
             outcome = name in ("completed", "failed") and "jobId" in flat
             if not (outcome or listeners or raw):
                 continue

@@ -105,7 +105,7 @@ class CompletionTracker:
                 return self
             self._started = True
         qe = self._queue_events_class([], connection=self.connection, prefix=self.prefix)
-        qe._follow(self._on_event)      # prompt only for jobs no Worker here holds
+        qe._follow(self._on_event, ("completed", "failed", "removed"))   # see _expect
         qe.on_written(self._on_event)   # outcomes written here: settled without a wake
         self._timer.start()
         with self._lock:

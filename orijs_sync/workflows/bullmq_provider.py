@@ -151,7 +151,7 @@ class BullMQWorkflowProvider(ProviderBase):
             self._timer.start()
             events = self._queue_events_class(list(self._by_queue), connection=self._connection,
                                               prefix=self.prefix, autorun=False)
-            events._follow(self._on_event)      # prompt only for flows run elsewhere
+            events._follow(self._on_event, ("completed", "failed"))   # see _expect
             events.on_written(self._on_event)   # outcomes written here: no events-thread wake
             self._tracker.on_settled = events._unexpect
             self._events = events
