@@ -44,7 +44,7 @@ class Expectations:
         being held here brings; True when one is (no wake needed)."""
         covers = [(self._marker(queue), str(job_id)) for queue, job_id in jobs]
         with self._lock:
-            self.drop_locked(owner)
+            self._drop_locked(owner)
             self._covers[owner] = covers
             for cover in covers:
                 self._named[cover] = self._named.get(cover, 0) + 1
@@ -53,9 +53,9 @@ class Expectations:
     def drop(self, owner: Hashable) -> None:
         if owner in self._covers:      # (a hint: most owners never expected anything)
             with self._lock:
-                self.drop_locked(owner)
+                self._drop_locked(owner)
 
-    def drop_locked(self, owner: Hashable) -> None:
+    def _drop_locked(self, owner: Hashable) -> None:
         for cover in self._covers.pop(owner, ()):
             left = self._named[cover] - 1
             if left:

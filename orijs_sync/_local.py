@@ -109,10 +109,7 @@ class _Registry:
     def add_events(self, events: "QueueEvents") -> None:
         server = server_of(events.connection)
         if server is not None:
-            with self._lock:
-                listed = self._events.setdefault(server, [])
-                if events not in listed:
-                    listed.append(events)
+            _add(self._lock, self._events, server, events)
 
     def remove_events(self, events: "QueueEvents") -> None:
         server = server_of(events.connection)
@@ -127,10 +124,7 @@ class _Registry:
     def add_watcher(self, events: "QueueEvents", stream: str) -> None:
         server = server_of(events.connection)
         if server is not None:
-            with self._lock:
-                listed = self._watchers.setdefault((server, stream), [])
-                if events not in listed:
-                    listed.append(events)
+            _add(self._lock, self._watchers, (server, stream), events)
 
     def remove_watcher(self, events: "QueueEvents", stream: str) -> None:
         server = server_of(events.connection)
@@ -193,6 +187,14 @@ class Handing:
     def cancel(self) -> None:
         for worker in self.workers:
             worker._give_back_slots(1)
+
+
+def _add(lock: threading.Lock, table: Dict[Any, List[Any]], key: Any, item: Any) -> None:
+    """``item`` listed under ``key`` once (registering again is harmless)."""
+    with lock:
+        items = table.setdefault(key, [])
+        if item not in items:
+            items.append(item)
 
 
 def _drop(lock: threading.Lock, table: Dict[Any, List[Any]], key: Any, item: Any) -> None:

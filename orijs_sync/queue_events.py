@@ -53,7 +53,8 @@ class _Tailer(Role):
         self.shard = shard
         self.blocking = owner.connection.blocking_client(owner.block_timeout)
         self.woken = threading.Event()    # ends a rest (see QueueEvents._rest)
-        self._read_last = False           # a rest comes after a read, never two in a row
+        # rest (when it may) before the next read: after a read, or a rest cut short
+        self._rest_first = False
 
     def loop(self) -> None:
         self.blocking.take_interrupt()
@@ -61,10 +62,10 @@ class _Tailer(Role):
         if not streams:
             self.owner._wait_for_queues(self.shard)
             return
-        if self._read_last:
+        if self._rest_first:
             woken = self.owner._rest(self)
             if woken is not None:
-                self._read_last = woken     # woken early: may it rest on? (else: read)
+                self._rest_first = woken    # woken early: check again; a full rest: read
                 return
         try:
             reply = self.blocking.xread(streams, int(self.owner.block_timeout * 1000),
@@ -77,7 +78,7 @@ class _Tailer(Role):
         for stream, entries in reply:
             self.owner._deliver(stream, entries)
             full = full or len(entries) >= READ_COUNT
-        self._read_last = not full     # more to read: no rest before it is read
+        self._rest_first = not full    # more to read: no rest before it is read
 
     def interrupt(self) -> None:
         self.woken.set()
