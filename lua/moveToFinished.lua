@@ -17,10 +17,10 @@
           job id, token, "completed" | "failed", return value (JSON text) or
           failed reason, JSON list of job fields to set, JSON keepJobs
           {count, age, limit}, attempts
-  Returns {codes, jobs, parentJobs}: one code per finished job (the id of its
-  completed/failed event, or a negative code of finishJob), the next jobs as
-  moveToActive returns them, and the job taken for opts.parent (none or one, in the
-  same form).
+  Returns {codes, jobs, parentJobs, rateLimitTtl, nextDelayedTimestamp}: one code
+  per finished job (the id of its completed/failed event, or a negative code of
+  finishJob), the next jobs, rate limit ttl and next delayed job as moveToActive
+  returns them, and the job taken for opts.parent (none or one, in the same form).
 ]]
 local rcall = redis.call
 --- @include "activate"
@@ -42,7 +42,7 @@ for i = 0, n - 1 do
   end
 end
 
-local jobs = takeJobs(qk, timestamp, opts, tonumber(ARGV[3]))
+local jobs, ttl, nextDelayed = takeJobs(qk, timestamp, opts, tonumber(ARGV[3]))
 if #jobs == 0 and not jobsWaiting(qk) and rcall("LLEN", KEYS[1]) == 0 then
   rcall("XADD", KEYS[2], "*", "event", "drained")
 end
@@ -51,4 +51,4 @@ local parent = opts["parent"]
 if parent and parentsMadeReady[parent["qk"]] then
   parentJobs = takeJobs(parent["qk"], timestamp, parent, 1)
 end
-return {codes, jobs, parentJobs}
+return {codes, jobs, parentJobs, ttl, nextDelayed}

@@ -90,6 +90,7 @@ class Engine:
         self._watchers: Dict[int, MarkerWatcher] = {}
         self._starved = False                 # a queue could fetch but for the thread cap
         self._changed = 0                     # bumped on every change (wakes waiters)
+        self._looks = 0                       # bumped when a queue turns ready or waiting
         self._members = 0                     # bumped when a worker comes or goes
         self._seen = 0                        # _changed as the fetcher last saw it
         self._threads_free = max_threads      # guarded by _slots_lock (a leaf lock)
@@ -256,6 +257,7 @@ class Engine:
         key = id(w)
         self._drain.pop(key, None)
         self._ready[key] = at
+        self._looks += 1
 
     def _set_waiting(self, w: "Worker", until: float) -> None:
         """Under ``_cv``."""
@@ -263,6 +265,7 @@ class Engine:
         self._ready.pop(key, None)
         self._drain[key] = until
         self._next_drain = min(self._next_drain, until)
+        self._looks += 1
 
     def _listen(self, w: "Worker") -> None:
         """Under ``_cv``: ``w``'s marker is waited on while it may take a job."""
@@ -335,11 +338,34 @@ class Engine:
             if full or fired or ttl > 0:
                 self._set_ready(w, now + ttl / 1000.0)
                 return
-            until = float(math.ceil(now + w.drain_delay)) if w.drain_delay >= 1 else \
-                now + w.drain_delay
-            if next_delayed:
-                until = min(until, now + max(next_delayed - now_ms(), 0) / 1000.0)
-            self._set_waiting(w, until)
+            self._wait_for_marker(w, now, next_delayed)
+
+    def _wait_for_marker(self, w: "Worker", now: float, next_delayed: int) -> None:
+        """Under ``_cv``: ``w`` found its queue empty; it waits on its marker."""
+        until = float(math.ceil(now + w.drain_delay)) if w.drain_delay >= 1 else \
+            now + w.drain_delay
+        if next_delayed:
+            until = min(until, now + max(next_delayed - now_ms(), 0) / 1000.0)
+        self._set_waiting(w, until)
+
+    def mark(self) -> Tuple[int, int]:
+        """Where things stand before a finish's call looks for the next jobs (see
+        found_empty)."""
+        with self._cv:
+            return self._changed, self._looks
+
+    def found_empty(self, w: "Worker", mark: Tuple[int, int], next_delayed: int) -> None:
+        """The call that wrote ``w``'s outcomes also looked for its next jobs and found
+        its queue empty (not rate limited). ``w``, when still ready from an earlier full
+        fetch, then waits on its marker, as after a fetch that found it empty: the slots
+        the write frees do not send the fetcher to look again, where its look would
+        take the slot an add of this process is about to hand its job to (see
+        ``_local``). Nothing is done when anything changed since ``mark`` (a marker
+        popped, a fetch ended, a slot came back...): the fetcher's view is newer."""
+        with self._cv:
+            if (self._changed, self._looks) == mark and id(w) in self._ready \
+                    and id(w) in self._workers:
+                self._wait_for_marker(w, time.monotonic(), next_delayed)
 
     def start_block(self) -> Tuple[List[str], float]:
         """The fetcher, about to block: the first shard's markers to wait on and for how

@@ -263,6 +263,8 @@ class JobRunner:
             opts["maxMetricsSize"] = self.w.max_metrics_points
         if parent is not None:
             opts["parent"] = dict(parent._runner.fetch_opts(1), qk=parent.keys.base)
+        engine = self.w._engine
+        mark = engine.mark() if engine is not None and fetch else None
         stamp = now_ms()
         args: List[Any] = [k.base, stamp, fetch, dumps(opts), len(outcomes)]
         for o in outcomes:
@@ -271,7 +273,7 @@ class JobRunner:
                 kept = self.w.remove_on_complete if o.target == "completed" else self.w.remove_on_fail
             args += [o.job.id, o.job.token, o.target, o.value, dumps(o.fields),
                      dumps(keep_jobs(kept)), o.job.attempts]
-        return FinishCall([k.active, k.events, k.meta, k.stalled], args, stamp, fetch)
+        return FinishCall([k.active, k.events, k.meta, k.stalled], args, stamp, fetch, mark)
 
     def _finish(self, outcomes: Sequence[Outcome], fetch: int,
                 sent: Optional[Tuple["FinishCall", Any]] = None,
@@ -282,7 +284,12 @@ class JobRunner:
             reply = self.run_script("moveToFinished", call.keys, call.args)  # call, told apart)
         elif isinstance(reply, BaseException):
             raise reply
-        codes, jobs, parent_jobs = cast("Tuple[List[Any], List[Any], List[Any]]", reply)
+        codes, jobs, parent_jobs, ttl, next_delayed = cast(
+            "Tuple[List[Any], List[Any], List[Any], int, int]", reply)
+        if call.mark is not None and len(jobs) < call.fetch and not ttl:
+            engine = self.w._engine
+            if engine is not None:    # before the slots come back (Worker._after_finish)
+                engine.found_empty(self.w, call.mark, next_delayed)
         stamp = call.stamp
         for o, code in zip(outcomes, codes):
             if self._written_before(o.job, code, stamp) or self._check(o.job, code, o.target):
@@ -326,6 +333,7 @@ class FinishCall:
     args: List[Any]
     stamp: int
     fetch: int
+    mark: Optional[Tuple[int, int]] = None   # Engine.mark() before it was sent, when it fetches
 
 
 # Error replies that speak of the server's state, not of the job being written: the

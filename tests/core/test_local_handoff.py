@@ -50,6 +50,30 @@ def test_an_add_hands_its_job_to_a_free_worker_of_the_process(queue, redis_url, 
     assert events.count("added") == events.count("active") == events.count("completed") == 3
 
 
+def test_a_write_that_finds_the_queue_empty_sends_no_fetch_after_it(queue, redis_url, qname):
+    """The fetcher's first take is full (one job of one slot; it would look again), the
+    second job is taken by the first one's write, and the second write finds the queue
+    empty: the slot it frees is left for an add to hand a job to, not taken by a fetch
+    (which would race that add for it)."""
+    gate = threading.Semaphore(0)
+    jobs = [queue.add("x", {}) for _ in range(2)]
+    worker = Worker(qname, lambda job: gate.acquire(timeout=10), connection=redis_url,
+                    concurrency=1)
+    calls = counting(worker)
+    with worker:
+        gate.release(2)
+        wait_until(lambda: all(queue.get_job_state(j.id) == "completed" for j in jobs))
+        wait_until(lambda: worker._free == 1, 5, "the slot free")
+        time.sleep(0.3)                        # room for a fetch
+        assert calls == ["moveToActive", "moveToFinished", "moveToFinished"], calls
+        calls.clear()
+        job = queue.add("x", {})
+        gate.release()
+        wait_until(lambda: queue.get_job_state(job.id) == "completed")
+        time.sleep(0.2)
+        assert calls == ["moveToFinished"], calls      # handed by the add
+
+
 def test_a_wait_is_settled_by_the_write_of_a_worker_of_the_process(queue, redis_url, qname):
     """The events thread is never started: only the worker's write can settle the wait."""
     events = QueueEvents(qname, connection=redis_url, autorun=False)
