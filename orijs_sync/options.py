@@ -82,8 +82,8 @@ def keep_jobs(value: Any) -> Dict[str, Any]:
         return {"count": 0}
     if value is False or value is None:
         return {"count": -1}
-    if isinstance(value, int):
-        return {"count": value}
+    if _is_int(value):           # 3.0 too: a JSON number another program wrote so
+        return {"count": int(value)}
     return dict(value)
 
 

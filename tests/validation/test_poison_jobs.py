@@ -126,3 +126,17 @@ def test_an_outcome_redis_refuses_does_not_hold_back_its_batch(queue: Queue, red
     assert closed is True
     assert queue.get_job_state(bad) == "active"     # until its lock expires and it stalls
     assert any(isinstance(e, errors.CorruptJob) and bad in str(e) for e in errors_seen)
+
+
+def test_a_stored_keep_count_written_as_a_float_is_honoured(queue: Queue, r: redis.Redis,
+                                                           redis_url: str) -> None:
+    """``removeOnComplete: 2.0`` (as JSON a Python program writes it) passes the stored-
+    opts check, so it must also be written: the last two jobs are kept, none stalls."""
+    jobs = [queue.add("x", {"i": i}) for i in range(4)]
+    for job in jobs:
+        r.hset(queue.keys.job(job.id), "opts", '{"attempts": 1, "removeOnComplete": 2.0}')
+    with Worker(queue.name, lambda job: job.data["i"], connection=redis_url):
+        wait_until(lambda: queue.get_job_counts("active", "waiting") == {"active": 0,
+                                                                         "waiting": 0},
+                   timeout=10, what="every job written")
+    assert sorted(r.zrange(queue.keys.completed, 0, -1)) == sorted(j.id for j in jobs[2:])
