@@ -65,8 +65,7 @@ class _Registry:
     def add_worker(self, worker: "Worker") -> None:
         server = server_of(worker.connection)
         if server is not None:
-            with self._lock:
-                self._workers.setdefault((server, worker.keys.marker), []).append(worker)
+            _add(self._lock, self._workers, (server, worker.keys.marker), worker)
 
     def remove_worker(self, worker: "Worker") -> None:
         server = server_of(worker.connection)
