@@ -18,6 +18,7 @@ from tenacity import (
     wait_exponential,
 )
 
+from . import _validate as check
 from . import errors
 from ._local import LOCAL
 from ._util import dumps, now_ms
@@ -29,6 +30,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from .worker import Worker
 
 log = logging.getLogger(__name__)
+
+# The longest retry delay (ten years, as the longest delay an add accepts): an
+# exponential backoff grows past any score Redis can store.
+MAX_BACKOFF_MS = int(check.MAX_SECONDS * 1000)
 
 BackoffStrategy = Callable[[int, BaseException, Job], Optional[float]]
 
@@ -42,31 +47,38 @@ def compute_backoff(backoff: Any, attempts_made: int, exc: BaseException, job: J
     """Delay in ms before the next attempt; ``None`` means "do not retry"."""
     if not backoff:
         return 0
+    if not isinstance(backoff, dict):       # a stored number: BullMQ's fixed delay
+        backoff = {"type": "fixed", "delay": backoff}
     kind = backoff.get("type")
-    delay = int(backoff.get("delay") or 0)
+    delay = float(backoff.get("delay") or 0)
     if kind == "fixed":
         ms = delay
     elif kind == "exponential":
-        ms = int(round(2 ** (attempts_made - 1) * delay))
+        ms = 2.0 ** min(attempts_made - 1, 1023) * delay
     elif kind in strategies:
         seconds = strategies[kind](attempts_made, exc, job)
-        if seconds is None or seconds < 0:
+        if seconds is None or not seconds >= 0:     # nan too
             return None
-        return int(round(seconds * 1000))
+        return _bounded_ms(seconds * 1000)
     else:
         raise errors.OrijsError(f"unknown backoff strategy {kind!r}; register it with "
                                 f"Worker(backoff_strategies={{{kind!r}: fn}})")
     jitter = backoff.get("jitter")
     if jitter:
-        ms = int(ms * (1 - random.random() * float(jitter)))
-    return ms
+        ms = ms * (1 - random.random() * float(jitter))
+    return _bounded_ms(ms)
+
+
+def _bounded_ms(ms: float) -> int:
+    """A delay Redis can store: an exponential backoff outgrows any score (inf)."""
+    return int(round(max(-MAX_BACKOFF_MS, min(ms, MAX_BACKOFF_MS))))
 
 
 def error_fields(job: Job, exc: BaseException) -> Tuple[str, List[str]]:
     """BullMQ's failedReason and the stacktrace list, trimmed to stackTraceLimit."""
     reason = str(exc) or type(exc).__name__
     trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    limit = job.opts.get("stackTraceLimit", 10)
+    limit = int(job.opts.get("stackTraceLimit", 10))
     stack = (job.stacktrace + [trace])[-limit:] if limit else []
     return reason, stack
 
@@ -186,7 +198,8 @@ class JobRunner:
         raised): the job is to fail at once, its reason naming the strategy, rather than
         stay in active until stall recovery fails it as "stalled". (BullMQ emits
         ``error`` and leaves the job to stall; failing now gives the real reason.)"""
-        kind = (job.opts.get("backoff") or {}).get("type")
+        backoff = job.opts.get("backoff")
+        kind = backoff.get("type") if isinstance(backoff, dict) else "fixed"
         failure = errors.UnrecoverableError(
             f"backoff strategy {kind!r} failed: {backoff_exc} (the attempt failed with: "
             f"{str(exc) or type(exc).__name__})")

@@ -200,19 +200,24 @@ def merge(defaults: Optional[Mapping[str, Any]], options: Mapping[str, Any]) -> 
 
 
 def _is_int(value: Any) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or (
-        isinstance(value, float) and value.is_integer())
+    """An integer JSON number (3.0 too) that a double keeps exactly: a larger one (a
+    corrupted field) reaches a script as a number Redis refuses as an integer."""
+    if isinstance(value, float):
+        return value.is_integer() and abs(value) <= check.MAX_INT
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= check.MAX_INT
 
 
 def _is_number(value: Any) -> bool:
+    """A finite JSON number within the same range (a delay in ms, a keep age)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and value == value and abs(value) != float("inf")
+        and value == value and abs(value) <= check.MAX_INT
 
 
 def _stored_keep(value: Any) -> bool:
     if isinstance(value, bool) or _is_int(value):
         return True
-    return isinstance(value, dict) and all(_is_number(v) for v in value.values())
+    return isinstance(value, dict) and all(
+        (_is_int if key in ("count", "limit") else _is_number)(v) for key, v in value.items())
 
 
 def _stored_backoff(value: Any) -> bool:
@@ -223,10 +228,11 @@ def _stored_backoff(value: Any) -> bool:
 
 
 # What a worker reads from a stored opts object: field -> (check, what it must be).
+_INT = f"an integer within ±{check.MAX_INT}"
 _STORED = {
-    "attempts": (_is_int, "an integer"), "delay": (_is_number, "a number"),
-    "priority": (_is_int, "an integer"), "stackTraceLimit": (_is_int, "an integer"),
-    "kl": (_is_int, "an integer"), "lifo": (lambda v: isinstance(v, bool), "a boolean"),
+    "attempts": (_is_int, _INT), "delay": (_is_number, f"a number within ±{check.MAX_INT}"),
+    "priority": (_is_int, _INT), "stackTraceLimit": (_is_int, _INT),
+    "kl": (_is_int, _INT), "lifo": (lambda v: isinstance(v, bool), "a boolean"),
     "backoff": (_stored_backoff, "a number or {type, delay}"),
     "removeOnComplete": (_stored_keep, "a bool, an integer or {age, count}"),
     "removeOnFail": (_stored_keep, "a bool, an integer or {age, count}"),

@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, Optional, Union, cast
 
 from .. import errors
 from .._util import Seconds, dumps, now_ms, to_seconds
+from .._validate import MAX_SECONDS
 from ..job_scheduler import validate_pattern
 
 ORDERING_METHODS = ("none", "scheduler", "in-memory")
@@ -161,6 +162,13 @@ def default_backoff(attempt: int) -> float:
     """GroupMQ's default: 0.5 s doubled per attempt, at most 30 s (without its jitter,
     so retries are predictable)."""
     return min(30.0, 0.5 * 2.0 ** (attempt - 1))
+
+
+def retry_delay_ms(seconds: Any) -> int:
+    """A backoff function's seconds as a delay Redis can store: negative or nan is no
+    delay; more than ten years (inf too) is ten years."""
+    seconds = float(seconds)
+    return int(min(seconds, MAX_SECONDS) * 1000) if seconds > 0 else 0
 
 
 def backoff(value: Any) -> Callable[[int], float]:

@@ -342,7 +342,7 @@ class GroupWorker:
     def _fail(self, job: GroupJob, exc: BaseException, started: int) -> None:
         q = self.queue
         now = now_ms()
-        backoff_ms = int(max(0.0, float(self._backoff(job.attempts_made + 1))) * 1000)
+        backoff_ms = opt.retry_delay_ms(self._backoff(job.attempts_made + 1))
         stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         reply = q.run_script("fail", job.id, job.group_id, self.token, now, backoff_ms,
                              q.keep_failed, str(exc), type(exc).__name__, stack, started)

@@ -72,6 +72,26 @@ def test_retry_with_backoff_keeps_group_order(gq, redis_url, gname):
     assert len(failed) == 4 and all(j.status == "delayed" for j in failed)
 
 
+def test_a_backoff_of_infinite_seconds_delays_the_retry_ten_years(gq, redis_url, gname):
+    """A backoff function may return inf (or more seconds than a score holds): the retry
+    is delayed by ten years, rather than the failure's write raising and the job
+    stalling, to run again at once."""
+    runs: List[str] = []
+
+    def handler(job: GroupJob) -> str:
+        runs.append(job.id)
+        raise ValueError("always")
+    gq.add(group_id="g", data={}, job_id="j")
+    failed: List[GroupJob] = []
+    with GroupWorker(gq, handler, backoff=lambda attempt: float("inf"),
+                     stalled_interval=0.2) as w:
+        w.on("failed", lambda job, exc: failed.append(job))
+        wait_until(lambda: failed, timeout=10, what="the first attempt failed")
+        time.sleep(1)                # stalled checks run: nothing is recovered and rerun
+    assert runs == ["j"] and failed[0].status == "delayed"
+    assert gq.get_job("j").status == "delayed"
+
+
 def test_final_failure_is_kept_and_releases_the_group(redis_url, gname):
     gq = GroupQueue(gname, connection=redis_url, max_attempts=2, keep_failed=10,
                     keep_completed=10)

@@ -27,6 +27,15 @@ POISONS: Dict[str, Tuple[Dict[str, str], List[str], str]] = {
     "stacktrace": ({"stacktrace": "Error: boom\n  at x"}, [], "stacktrace is not JSON"),
     "parent": ({"parent": "{oops", "parentKey": "bull:nowhere:1"}, [], "parent is not JSON"),
     "timestamp": ({"timestamp": "inf"}, [], "timestamp"),
+    # numbers a script would pass on as something Redis refuses (1e+300, 1.5 as a count)
+    "keep-count-decimal": ({"opts": '{"removeOnComplete": {"count": 1.5}}'}, [],
+                           "opts.removeOnComplete"),
+    "keep-huge": ({"opts": '{"removeOnFail": 1e300}'}, [], "opts.removeOnFail"),
+    "keep-limit-huge": ({"opts": '{"removeOnComplete": {"age": 1, "limit": 1e300}}'}, [],
+                        "opts.removeOnComplete"),
+    "stack-limit-huge": ({"opts": '{"stackTraceLimit": 1e20}'}, [], "opts.stackTraceLimit"),
+    "backoff-huge": ({"opts": '{"attempts": 3, "backoff": {"type": "exponential", '
+                              '"delay": 1e308}}'}, [], "opts.backoff"),
 }
 
 
