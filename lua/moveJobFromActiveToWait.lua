@@ -16,7 +16,7 @@ local code = releaseLock(KEYS[1], KEYS[3], jobId, ARGV[3])
 if code < 0 then return code end
 if rcall("LREM", KEYS[2], 1, jobId) > 0 then
   local target, pausedOrMaxed = getTargetList(qk .. "meta", KEYS[2], qk .. "wait", qk .. "paused")
-  local priority = tonumber(rcall("HGET", KEYS[1], "priority")) or 0
+  local priority = storedPriority(rcall("HGET", KEYS[1], "priority"))
   if priority > 0 then
     -- Ahead of every job of the same priority.
     rcall("ZADD", qk .. "prioritized", priority * 0x100000000, jobId)

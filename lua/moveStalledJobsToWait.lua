@@ -13,6 +13,7 @@
 ]]
 local rcall = redis.call
 --- @include "queue_state"
+--- @include "counter"
 
 if rcall("EXISTS", KEYS[4]) == 1 then return {} end
 rcall("SET", KEYS[4], ARGV[3], "PX", ARGV[4])
@@ -28,7 +29,7 @@ if #candidates > 0 then
     if string.sub(jobId, 1, 2) == "0:" then
       rcall("LREM", KEYS[3], 1, jobId)
     elseif rcall("EXISTS", jobKey .. ":lock") == 0 and rcall("LREM", KEYS[3], 1, jobId) > 0 then
-      local count = rcall("HINCRBY", jobKey, "stc", 1)
+      local count = raiseCounter(jobKey, "stc")
       local scheduler = rcall("HGET", jobKey, "rjk")
       local repeatable = scheduler and (rcall("EXISTS", KEYS[9] .. ":" .. scheduler) == 1
                                         or rcall("ZSCORE", KEYS[9], scheduler))

@@ -11,11 +11,12 @@
 local rcall = redis.call
 --- @include "enqueue"
 --- @include "lock"
+--- @include "counter"
 
 local jobKey, qk, jobId = KEYS[1], ARGV[1], ARGV[2]
 local code = takeFromActive(jobKey, KEYS[2], KEYS[4], jobId, ARGV[4], ARGV[7])
 if code < 0 then return code end
-if ARGV[6] ~= "1" then rcall("HINCRBY", jobKey, "atm", 1) end
+if ARGV[6] ~= "1" then raiseCounter(jobKey, "atm") end
 local runAt = tonumber(ARGV[5])
 local delay = math.max(runAt - tonumber(ARGV[3]), 0)
 rcall("HSET", jobKey, "delay", delay)

@@ -27,5 +27,5 @@ if parentKey and rcall("EXISTS", parentKey) == 1 then
   if wasCounted then rcall("SADD", parentKey .. ":dependencies", jobKey) end
 end
 local lifo = cjson.decode(rcall("HGET", jobKey, "opts") or "{}")["lifo"]
-enqueueReadyJob(qk, jobId, tonumber(rcall("HGET", jobKey, "priority")) or 0, lifo, state)
+enqueueReadyJob(qk, jobId, storedPriority(rcall("HGET", jobKey, "priority")), lifo, state)
 return 0

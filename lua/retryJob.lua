@@ -10,13 +10,14 @@
 local rcall = redis.call
 --- @include "enqueue"
 --- @include "lock"
+--- @include "counter"
 
 local jobKey, qk, jobId = KEYS[1], ARGV[1], ARGV[2]
 local code = takeFromActive(jobKey, KEYS[2], KEYS[4], jobId, ARGV[4], ARGV[5])
 if code < 0 then return code end
 promoteDelayedJobs(qk, ARGV[3])
-rcall("HINCRBY", jobKey, "atm", 1)
+raiseCounter(jobKey, "atm")
 local attrs = rcall("HMGET", jobKey, "priority", "opts")
 local lifo = cjson.decode(attrs[2])["lifo"]
-enqueueReadyJob(qk, jobId, tonumber(attrs[1]) or 0, lifo, "active")
+enqueueReadyJob(qk, jobId, storedPriority(attrs[1]), lifo, "active")
 return 0

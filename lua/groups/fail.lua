@@ -13,13 +13,14 @@
 ]]
 local rcall = redis.call
 --- @include "groups/core"
+--- @include "counter"
 
 local ns, jobId, gid, token = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 local now, backoff = tonumber(ARGV[4]), tonumber(ARGV[5])
 if not gmRelease(ns, jobId, gid, token) then return {0} end
 local jobKey = ns .. ":job:" .. jobId
-local attempts = rcall("HINCRBY", jobKey, "attempts", 1)
-local maxAttempts = tonumber(rcall("HGET", jobKey, "maxAttempts")) or 1
+local attempts = raiseCounter(jobKey, "attempts")
+local maxAttempts = gmNumber(rcall("HGET", jobKey, "maxAttempts"), 1)
 local message, name, stack = ARGV[7], ARGV[8], ARGV[9]
 if attempts >= maxAttempts then
   gmRecordFinished(ns, jobId, "failed", now, tonumber(ARGV[6]), {
@@ -30,7 +31,7 @@ if attempts >= maxAttempts then
 end
 rcall("HSET", jobKey, "lastErrorMessage", message, "lastErrorName", name,
       "lastErrorStack", stack, "processedOn", ARGV[10], "finishedOn", tostring(now))
-rcall("ZADD", ns .. ":g:" .. gid, rcall("HGET", jobKey, "score"), jobId)
+rcall("ZADD", ns .. ":g:" .. gid, gmScore(jobKey), jobId)
 rcall("SADD", ns .. ":groups", gid)
 if backoff > 0 then
   rcall("HSET", jobKey, "status", "delayed", "runAt", tostring(now + backoff))

@@ -15,12 +15,12 @@ local rcall = redis.call
 local ns, jobId, gid, token = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 local jobKey = ns .. ":job:" .. jobId
 local head = rcall("ZRANGE", ns .. ":g:" .. gid, 0, 0, "WITHSCORES")
-if #head == 0 or tonumber(head[2]) >= tonumber(rcall("HGET", jobKey, "score") or "0")
+if #head == 0 or tonumber(head[2]) >= gmScore(jobKey)
    or rcall("HGET", ns .. ":job:" .. head[1], "status") == "delayed" then
   return {}
 end
 if not gmRelease(ns, jobId, gid, token) then return {} end
 rcall("HSET", jobKey, "status", "waiting")
-rcall("ZADD", ns .. ":g:" .. gid, rcall("HGET", jobKey, "score"), jobId)
+rcall("ZADD", ns .. ":g:" .. gid, gmScore(jobKey), jobId)
 local job = gmTakeHead(ns, gid, tonumber(ARGV[4]), tonumber(ARGV[5]), token)
 return job or {}

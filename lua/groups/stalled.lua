@@ -10,6 +10,7 @@
 ]]
 local rcall = redis.call
 --- @include "groups/core"
+--- @include "counter"
 
 local ns, now = KEYS[1], tonumber(ARGV[1])
 local maxStalled = tonumber(ARGV[3])
@@ -26,7 +27,7 @@ for _, jobId in ipairs(ids) do
     rcall("LREM", ns .. ":g:" .. gid .. ":active", 1, jobId)
     local status = rcall("HGET", jobKey, "status")
     if status == "processing" then
-      local stalled = rcall("HINCRBY", jobKey, "stalledCount", 1)
+      local stalled = raiseCounter(jobKey, "stalledCount")
       local action = "recovered"
       if stalled > maxStalled then
         action = "failed"
@@ -35,7 +36,7 @@ for _, jobId in ipairs(ids) do
         rcall("ZADD", ns .. ":failed", now, jobId)
       else
         rcall("HSET", jobKey, "status", "waiting")
-        rcall("ZADD", ns .. ":g:" .. gid, rcall("HGET", jobKey, "score"), jobId)
+        rcall("ZADD", ns .. ":g:" .. gid, gmScore(jobKey), jobId)
         rcall("SADD", ns .. ":groups", gid)
       end
       out[#out + 1] = jobId

@@ -7,6 +7,7 @@
   (more: a take left jobs waiting).
 ]]
 --- @include "enqueue"
+--- @include "counter"
 
 local function rateLimitTtl(maxJobs, limiterKey)
   if maxJobs and maxJobs <= tonumber(rcall("GET", limiterKey) or 0) then
@@ -40,7 +41,7 @@ local function prepareJobForProcessing(qk, jobId, timestamp, maxJobs, limiterDur
   else
     rcall("HSET", jobKey, "processedOn", timestamp)
   end
-  rcall("HINCRBY", jobKey, "ats", 1)
+  raiseCounter(jobKey, "ats")
   -- Wake another worker when more jobs wait; with none left, drop the base marker,
   -- which would only wake a worker (or this one's fetcher) to find nothing.
   local more = jobsWaiting(qk)

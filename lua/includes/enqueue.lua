@@ -50,7 +50,7 @@ local function promoteDelayedJobs(qk, timestamp)
   local target, pausedOrMaxed = getTargetList(qk .. "meta", qk .. "active", qk .. "wait", qk .. "paused")
   for _, jobId in ipairs(due) do
     local jobKey = qk .. jobId
-    local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
+    local priority = storedPriority(rcall("HGET", jobKey, "priority"))
     if priority == 0 then
       rcall("LPUSH", target, jobId)
     else

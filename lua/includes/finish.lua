@@ -4,6 +4,7 @@
 ]]
 --- @include "remove_job"
 --- @include "lock"
+--- @include "counter"
 
 -- Returns the id of the job's completed/failed event in the stream, or -1 missing
 -- job, -2 missing lock, -3 not active, -4 pending children, -6 lock held by another
@@ -33,7 +34,7 @@ local function finishJob(qk, jobId, timestamp, target, value, token, fieldsJson,
   end
 
   local field = target == "completed" and "returnvalue" or "failedReason"
-  local attemptsMade = rcall("HINCRBY", jobKey, "atm", 1)
+  local attemptsMade = raiseCounter(jobKey, "atm")
   local keepCount = keep["count"]
   if keepCount == 0 then
     if attrs[1] then removeFromParent(jobKey) end

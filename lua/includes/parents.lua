@@ -13,7 +13,7 @@ local parentsMadeReady = {}
 -- Moves a parent out of waiting-children to delayed, prioritized or wait.
 local function moveParentToWait(parentQk, parentKey, parentId, timestamp)
   local attrs = rcall("HMGET", parentKey, "priority", "delay")
-  local priority = tonumber(attrs[1]) or 0
+  local priority = storedPriority(attrs[1])
   local delay = tonumber(attrs[2]) or 0
   if delay > 0 then
     local runAt = tonumber(timestamp) + delay
@@ -96,7 +96,7 @@ local function removeFromParent(childKey)
     local parentQk = queueBaseFromKey(parentKey)
     if rcall("SCARD", parentKey .. ":dependencies") == 0
        and rcall("ZREM", parentQk .. "waiting-children", parentId) == 1 then
-      enqueueReadyJob(parentQk, parentId, tonumber(rcall("HGET", parentKey, "priority")) or 0,
+      enqueueReadyJob(parentQk, parentId, storedPriority(rcall("HGET", parentKey, "priority")),
                       false, "waiting-children")
     end
   end

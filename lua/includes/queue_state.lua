@@ -58,6 +58,16 @@ local function addDelayMarker(markerKey, delayedKey)
   end
 end
 
+-- A job's stored priority as a number a score can hold: a field another program
+-- wrote that is no finite number ("nan", "1e400") is 0, as a missing one is.
+local function storedPriority(value)
+  local priority = tonumber(value) or 0
+  if priority ~= priority or priority == math.huge or priority == -math.huge then
+    return 0
+  end
+  return priority
+end
+
 local function getPriorityScore(priority, pcKey)
   local counter = rcall("INCR", pcKey)
   return priority * 0x100000000 + counter % 0x100000000

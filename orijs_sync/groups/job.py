@@ -12,10 +12,20 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def _int(value: Any, default: int = 0) -> int:
+    """A stored number as an int; what is none ("abc", "nan", "1e400") is ``default``."""
     try:
         return int(float(value))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return default
+
+
+def _float(value: Any) -> float:
+    """A stored score; what is no finite number is 0."""
+    try:
+        number = float(value or 0)
+    except (TypeError, ValueError):
+        return 0.0
+    return number if abs(number) < float("inf") else 0.0
 
 
 @dataclass
@@ -47,7 +57,7 @@ class GroupJob:
         return cls(id=str(reply[0]), group_id=str(reply[1]), data=loads(reply[2]),
                    attempts_made=_int(reply[3]), max_attempts=_int(reply[4], 1),
                    timestamp=_int(reply[6]), order_ms=_int(reply[7]) or _int(reply[6]),
-                   score=float(reply[8] or 0), deadline_at=_int(reply[9]), status="active",
+                   score=_float(reply[8]), deadline_at=_int(reply[9]), status="active",
                    queue=queue)
 
     @classmethod
@@ -60,7 +70,7 @@ class GroupJob:
                    attempts_made=_int(raw.get("attempts")),
                    max_attempts=_int(raw.get("maxAttempts"), 1),
                    order_ms=_int(raw.get("orderMs")), timestamp=_int(raw.get("timestamp")),
-                   status=status, score=float(raw.get("score") or 0),
+                   status=status, score=_float(raw.get("score")),
                    returnvalue=loads(raw.get("returnvalue")),
                    failed_reason=raw.get("failedReason") or raw.get("lastErrorMessage") or None,
                    stacktrace=raw.get("stacktrace") or raw.get("lastErrorStack") or None,

@@ -92,6 +92,36 @@ def test_a_backoff_of_infinite_seconds_delays_the_retry_ten_years(gq, redis_url,
     assert gq.get_job("j").status == "delayed"
 
 
+def test_corrupted_job_fields_hold_up_neither_the_group_nor_the_queue(redis_url, gname):
+    """Fields another program wrote that are no numbers: attempts "1e400" (it made every
+    fetch raise, so no job of the queue ran), a score "abc" (a retry could not put the
+    job back: it stayed processing, its group held up), maxAttempts "nan" (no attempt
+    was ever the last: retried for ever). Each job ends, and its group goes on."""
+    gq = GroupQueue(gname, connection=redis_url, max_attempts=2, keep_failed=10,
+                    keep_completed=10)
+    r = redis_py.Redis.from_url(redis_url, decode_responses=True)
+    corrupt = {"a": ("attempts", "1e400"), "b": ("score", "abc"), "c": ("maxAttempts", "nan")}
+    for gid, (name, value) in corrupt.items():
+        gq.add(group_id=gid, data={"fail": gid != "a"}, job_id=f"{gid}1")
+        gq.add(group_id=gid, data={"fail": False}, job_id=f"{gid}2")
+        r.hset(gq.key("job", f"{gid}1"), name, value)
+    tries: List[str] = []
+
+    def handler(job: GroupJob) -> str:
+        tries.append(job.id)
+        if job.data["fail"] and tries.count(job.id) == 1:
+            raise ValueError("first attempt")
+        return job.id
+    with GroupWorker(gq, handler, backoff=0, stalled_interval=0.5):
+        wait_until(lambda: all(gq.get_job(f"{g}{n}").status in ("completed", "failed")
+                               for g in corrupt for n in (1, 2)), timeout=15,
+                   what="every job ended")
+    states = {j: gq.get_job(j).status for g in corrupt for j in (f"{g}1", f"{g}2")}
+    assert states == {"a1": "completed", "a2": "completed", "b1": "completed",
+                      "b2": "completed", "c1": "failed", "c2": "completed"}
+    assert tries.count("c1") == 1        # maxAttempts unreadable: one attempt, as unset
+
+
 def test_final_failure_is_kept_and_releases_the_group(redis_url, gname):
     gq = GroupQueue(gname, connection=redis_url, max_attempts=2, keep_failed=10,
                     keep_completed=10)

@@ -149,3 +149,36 @@ def test_a_stored_keep_count_written_as_a_float_is_honoured(queue: Queue, r: red
                                                                          "waiting": 0},
                    timeout=10, what="every job written")
     assert sorted(r.zrange(queue.keys.completed, 0, -1)) == sorted(j.id for j in jobs[2:])
+
+
+def test_corrupted_counters_and_priorities_hold_up_nothing(queue: Queue, r: redis.Redis,
+                                                          redis_url: str) -> None:
+    """A counter that is not an integer (HINCRBY refuses it) and a priority that is no
+    finite number (no score) are another program's writes a take, a finish or a
+    promotion of delayed jobs meets: each used to fail its whole call, so the job at
+    the head of wait (or a due delayed job) held up every job of the queue."""
+    first = queue.add("x", {"i": 0}, attempts=2).id
+    r.hset(queue.keys.job(first), mapping={"ats": "abc", "atm": "1e400"})
+    delayed = queue.add("x", {"i": 1}, delay=0.05).id
+    r.hset(queue.keys.job(delayed), "priority", "nan")
+    rest = [queue.add("x", {"i": i}).id for i in range(2, 12)]
+    with Worker(queue.name, lambda job: job.data["i"], connection=redis_url, concurrency=4):
+        wait_until(lambda: queue.get_job_counts("completed")["completed"] == 12, timeout=10,
+                   what="every job completed")
+    assert [queue.get_job(j).returnvalue for j in [first, delayed, *rest]] == list(range(12))
+    assert r.hmget(queue.keys.job(first), "ats", "atm") == ["1", "1"]    # restarted at 0
+
+
+def test_a_corrupted_stalled_counter_does_not_stop_stall_recovery(queue: Queue, r: redis.Redis,
+                                                                  redis_url: str) -> None:
+    """A job left active without a lock (its worker died) whose stalled counter is not an
+    integer: the stalled check moves it back to wait and it runs."""
+    job_id = queue.add("x", {"i": 7}).id
+    r.lrem(queue.keys.wait, 1, job_id)
+    r.lpush(queue.keys.active, job_id)
+    r.hset(queue.keys.job(job_id), "stc", "abc")
+    with Worker(queue.name, lambda job: job.data["i"], connection=redis_url,
+                stalled_interval=0.1):
+        wait_until(lambda: queue.get_job_state(job_id) == "completed", timeout=10,
+                   what="the stalled job recovered and completed")
+    assert r.hget(queue.keys.job(job_id), "stc") == "1"
