@@ -87,10 +87,11 @@ local function fetchNextJob(qk, timestamp, opts)
   promoteDelayedJobs(qk, timestamp)
   local limiter = opts["limiter"]
   local maxJobs = tonumber(queueMax or (limiter and limiter["max"]))
+  local duration = tonumber((limiter and limiter["duration"]) or queueDuration)
+  if not duration then maxJobs = nil end      -- a limit without its window limits nothing
   local ttl = rateLimitTtl(maxJobs, qk .. "limiter")
   if ttl > 0 then return {0, 0, ttl, 0} end
   if pausedOrMaxed then return {0, 0, 0, 0} end
-  local duration = (limiter and limiter["duration"]) or queueDuration
   local jobId = rcall("RPOPLPUSH", qk .. "wait", qk .. "active")
   -- "0:..." entries are legacy markers some BullMQ versions put in wait.
   if jobId and string.sub(jobId, 1, 2) == "0:" then

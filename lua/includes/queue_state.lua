@@ -3,13 +3,20 @@
   and the score encodings of the prioritized and delayed sets.
 ]]
 
+-- A queue setting of the meta hash as a whole number >= 0, or nil: what another
+-- program wrote that is none ("", "abc", "1.5", "nan") counts as unset, so one bad
+-- field never makes every call of the queue fail.
+local function metaCount(value)
+  local n = tonumber(value)
+  if n and n >= 0 and n < 2^53 and n == math.floor(n) then return n end
+end
+
 local function getOrSetMaxEvents(metaKey)
-  local maxEvents = rcall("HGET", metaKey, "opts.maxLenEvents")
-  if not maxEvents then
-    maxEvents = 10000
-    rcall("HSET", metaKey, "opts.maxLenEvents", maxEvents)
+  local stored = rcall("HGET", metaKey, "opts.maxLenEvents")
+  if not stored then
+    rcall("HSET", metaKey, "opts.maxLenEvents", 10000)
   end
-  return maxEvents
+  return metaCount(stored) or 10000
 end
 
 local function trimEvents(metaKey, eventsKey)
@@ -20,13 +27,14 @@ end
 -- global concurrency, and the queue-level rate limit (max, duration).
 local function getTargetList(metaKey, activeKey, waitKey, pausedKey)
   local attrs = rcall("HMGET", metaKey, "paused", "concurrency", "max", "duration")
+  local concurrency, max, duration = metaCount(attrs[2]), metaCount(attrs[3]), metaCount(attrs[4])
   if attrs[1] then
-    return pausedKey, true, attrs[3], attrs[4]
+    return pausedKey, true, max, duration
   end
-  if attrs[2] and rcall("LLEN", activeKey) >= tonumber(attrs[2]) then
-    return waitKey, true, attrs[3], attrs[4]
+  if concurrency and rcall("LLEN", activeKey) >= concurrency then
+    return waitKey, true, max, duration
   end
-  return waitKey, false, attrs[3], attrs[4]
+  return waitKey, false, max, duration
 end
 
 local function isPausedOrMaxed(metaKey, activeKey)

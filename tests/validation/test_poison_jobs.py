@@ -182,3 +182,22 @@ def test_a_corrupted_stalled_counter_does_not_stop_stall_recovery(queue: Queue, 
         wait_until(lambda: queue.get_job_state(job_id) == "completed", timeout=10,
                    what="the stalled job recovered and completed")
     assert r.hget(queue.keys.job(job_id), "stc") == "1"
+
+
+@pytest.mark.parametrize("field,value", [("opts.maxLenEvents", ""), ("opts.maxLenEvents", "1.5"),
+                                         ("concurrency", "abc"), ("max", "5"),
+                                         ("max", "nan")])
+def test_a_corrupted_queue_setting_stops_neither_adds_nor_workers(queue: Queue, r: redis.Redis,
+                                                                  redis_url: str, field: str,
+                                                                  value: str) -> None:
+    """A field of the queue's meta hash another program wrote that is no number (the
+    events stream's length, the global concurrency, a rate limit without its window)
+    made every add, take or finish of the queue fail. It now counts as unset."""
+    queue.add("x", {"i": 0})                   # the meta hash exists
+    r.hset(queue.keys.meta, field, value)
+    ids = [queue.add("x", {"i": i}).id for i in range(1, 6)]
+    with Worker(queue.name, lambda job: job.data["i"], connection=redis_url, concurrency=2):
+        wait_until(lambda: queue.get_job_counts("completed")["completed"] == 6, timeout=10,
+                   what="every job completed")
+    assert [queue.get_job(j).returnvalue for j in ids] == [1, 2, 3, 4, 5]
+    assert r.hget(queue.keys.meta, field) == value        # another program's data: kept
