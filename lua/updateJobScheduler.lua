@@ -31,7 +31,8 @@ if type(repeatOpts) ~= "table" then
   jobOpts["repeat"] = repeatOpts
 end
 local attrs = rcall("HMGET", schedulerKey, "name", "data", "every", "startDate", "offset")
-local every = tonumber(attrs[3]) or tonumber(repeatOpts["every"])
+local every = finiteNumber(attrs[3]) or finiteNumber(repeatOpts["every"])
+if every and every <= 0 then every = nil end
 local nextMillis = tonumber(ARGV[4])
 if every then
   local offset
@@ -49,7 +50,7 @@ if rcall("EXISTS", qk .. jobId) == 1 then
   return false
 end
 rcall("ZADD", repeatKey, nextMillis, schedulerId)
-rcall("HINCRBY", schedulerKey, "ic", 1)
+raiseCounter(schedulerKey, "ic")
 rcall("INCR", KEYS[3])
 local name = attrs[1] or schedulerId
 addRunJob(qk, jobId, name, attrs[2] or "{}", jobOpts, now, schedulerId, nextMillis, maxEvents)

@@ -68,8 +68,11 @@ class JobSchedulerInfo:
     def from_hash(cls, scheduler_id: str, fields: Mapping[str, str],
                   next_millis: Optional[int]) -> "JobSchedulerInfo":
         def num(name: str) -> Optional[int]:
-            value = fields.get(name)
-            return int(float(value)) if value not in (None, "") else None
+            """A number field; one another program wrote that is none reads as unset."""
+            try:
+                return int(float(fields[name]))
+            except (KeyError, ValueError, OverflowError):
+                return None
 
         every = num("every")
         template: Dict[str, Any] = {}

@@ -323,3 +323,24 @@ def test_cron_next_millis():
     assert cron_next_millis("0 * * * *", base, tz="UTC", start_date=later) == later + 3_600_000
     assert cron_next_millis("0 * * * *", base, tz="UTC", end_date=base + 1000) is None
     assert cron_next_millis("0 * * * *", base + 1, tz="UTC") == base + 3_600_000
+
+
+@pytest.mark.parametrize("field,value", [("every", "nan"), ("offset", "nan"), ("ic", "abc"),
+                                         ("limit", "abc"), ("endDate", "1e400")])
+def test_a_corrupted_scheduler_field_stops_neither_its_runs_nor_the_listing(
+        queue, qname, r, redis_url, field, value):
+    """A field of the scheduler's hash another program wrote that is no number: the next
+    run was never scheduled (a NaN score, a counter HINCRBY refuses) and
+    ``get_job_schedulers`` raised for every scheduler of the queue. The runs go on
+    (the run's own options still say "every") and the field reads as unset."""
+    queue.upsert_job_scheduler("tick", every=0.1, template={"data": {"n": 1}})
+    r.hset(f"bull:{qname}:repeat:tick", field, value)
+    ran: List[str] = []
+    with Worker(qname, lambda job: ran.append(job.id), connection=redis_url):
+        wait_until(lambda: len(ran) >= 3, timeout=10, what="three runs")
+    info = queue.get_job_schedulers()
+    assert [i.id for i in info] == ["tick"]
+    attr = {"every": "every", "offset": "offset", "ic": "iteration_count", "limit": "limit",
+            "endDate": "end_date"}[field]
+    restarted = r.hget(f"bull:{qname}:repeat:tick", "ic") if field == "ic" else None
+    assert getattr(info[0], attr) == (None if restarted is None else int(restarted))
