@@ -27,16 +27,24 @@ def store_opts(queue: Queue, r: redis.Redis, opts: Dict[str, Any], **fields: Any
     return job.id
 
 
+def run_until(queue: Queue, redis_url: str, job_id: str, state: str) -> None:
+    """Run a failing handler on the queue until the job is in ``state``."""
+    with Worker(queue.name, failing, connection=redis_url):
+        wait_until(lambda: queue.get_job_state(job_id) == state, timeout=10,
+                   what=f"job {job_id} {state}")
+
+
+def retry_due_ms(queue: Queue, r: redis.Redis, job_id: str) -> float:
+    """How far ahead the job's retry is due (BullMQ's delayed score: ms * 0x1000 + n)."""
+    return (int(r.zscore(queue.keys.delayed, job_id)) >> 12) - time.time() * 1000
+
+
 def test_a_stored_numeric_backoff_is_a_fixed_delay(queue: Queue, r: redis.Redis,
                                                    redis_url: str) -> None:
     """``backoff: 60000`` (a number: BullMQ's fixed delay in ms) retries after a minute."""
     job_id = store_opts(queue, r, {"attempts": 3, "backoff": 60000})
-    with Worker(queue.name, failing, connection=redis_url):
-        wait_until(lambda: queue.get_job_state(job_id) == "delayed", timeout=10,
-                   what="the failed attempt retried later")
-    score = r.zscore(queue.keys.delayed, job_id)
-    due_ms = int(score) >> 12          # BullMQ's score: timestamp * 0x1000 + counter
-    assert 50_000 < due_ms - time.time() * 1000 <= 60_000
+    run_until(queue, redis_url, job_id, "delayed")
+    assert 50_000 < retry_due_ms(queue, r, job_id) <= 60_000
     assert queue.get_job(job_id).attempts_made == 1
 
 
@@ -47,19 +55,14 @@ def test_an_exponential_backoff_past_any_score_waits_ten_years(queue: Queue, r: 
     job_id = store_opts(queue, r, {"attempts": 5000,
                                    "backoff": {"type": "exponential", "delay": 1000}},
                         atm=3000)
-    with Worker(queue.name, failing, connection=redis_url):
-        wait_until(lambda: queue.get_job_state(job_id) == "delayed", timeout=10,
-                   what="the failed attempt retried later")
-    due_ms = int(r.zscore(queue.keys.delayed, job_id)) >> 12
-    assert abs(due_ms - time.time() * 1000 - TEN_YEARS_MS) < 60_000
+    run_until(queue, redis_url, job_id, "delayed")
+    assert abs(retry_due_ms(queue, r, job_id) - TEN_YEARS_MS) < 60_000
 
 
 def test_a_stack_trace_limit_written_as_a_float_is_honoured(queue: Queue, r: redis.Redis,
                                                            redis_url: str) -> None:
     job_id = store_opts(queue, r, {"attempts": 3, "stackTraceLimit": 2.0})
-    with Worker(queue.name, failing, connection=redis_url):
-        wait_until(lambda: queue.get_job_state(job_id) == "failed", timeout=10,
-                   what="three attempts failed")
+    run_until(queue, redis_url, job_id, "failed")
     job = queue.get_job(job_id)
     assert job.attempts_made == 3 and len(job.stacktrace) == 2
     assert "attempt 3 failed" in job.stacktrace[-1]
