@@ -78,7 +78,8 @@ def error_fields(job: Job, exc: BaseException) -> Tuple[str, List[str]]:
     """BullMQ's failedReason and the stacktrace list, trimmed to stackTraceLimit."""
     reason = str(exc) or type(exc).__name__
     trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    limit = int(job.opts.get("stackTraceLimit", 10))
+    stored = job.opts.get("stackTraceLimit")
+    limit = 10 if stored is None else int(stored)       # null (JSON) as unset
     stack = (job.stacktrace + [trace])[-limit:] if limit else []
     return reason, stack
 

@@ -7,6 +7,7 @@ import json
 import time
 from typing import Any, Dict
 
+import pytest
 import redis
 
 from orijs_sync import Queue, Worker
@@ -59,10 +60,12 @@ def test_an_exponential_backoff_past_any_score_waits_ten_years(queue: Queue, r: 
     assert abs(retry_due_ms(queue, r, job_id) - TEN_YEARS_MS) < 60_000
 
 
-def test_a_stack_trace_limit_written_as_a_float_is_honoured(queue: Queue, r: redis.Redis,
-                                                           redis_url: str) -> None:
-    job_id = store_opts(queue, r, {"attempts": 3, "stackTraceLimit": 2.0})
+@pytest.mark.parametrize("limit,kept", [(2.0, 2), (None, 3)])
+def test_a_stack_trace_limit_written_as_a_float_or_null_is_honoured(
+        queue: Queue, r: redis.Redis, redis_url: str, limit: Any, kept: int) -> None:
+    """2.0 keeps two traces; null (JSON) is as unset: up to 10, so all three are kept."""
+    job_id = store_opts(queue, r, {"attempts": 3, "stackTraceLimit": limit})
     run_until(queue, redis_url, job_id, "failed")
     job = queue.get_job(job_id)
-    assert job.attempts_made == 3 and len(job.stacktrace) == 2
+    assert job.attempts_made == 3 and len(job.stacktrace) == kept
     assert "attempt 3 failed" in job.stacktrace[-1]
