@@ -31,7 +31,14 @@ from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
 from . import _fork, _workers_list, errors
-from .connection import _POOL_INTERNALS, BlockingClient, RedisConnection, refused
+from .connection import (
+    _POOL_INTERNALS,
+    DECODING_ERRORS,
+    BlockingClient,
+    RedisConnection,
+    refused,
+    text_options,
+)
 
 log = logging.getLogger(__name__)
 
@@ -212,6 +219,7 @@ class ClusterConnection(RedisConnection):
     def _make_cluster(self, options: Dict[str, Any], **more: Any) -> ClusterClient:
         options.update(more)
         options["decode_responses"] = True
+        options.setdefault("encoding_errors", DECODING_ERRORS)
         options.setdefault("socket_connect_timeout", 5)
         client = ClusterClient(startup_nodes=list(self._nodes), **options)
         client.address = self.address
@@ -421,7 +429,7 @@ class SentinelConnection(RedisConnection):
 
     def _make_client(self, kwargs: Dict[str, Any]) -> Any:
         sentinel_options = {k: kwargs.pop(k, None) for k in _SENTINEL_KEYS}
-        kwargs["decode_responses"] = True
+        text_options(kwargs)
         kwargs.setdefault("socket_connect_timeout", 5)
         kwargs.setdefault("health_check_interval", 30)
         max_connections = kwargs.pop("max_connections", None)

@@ -47,6 +47,37 @@ _SSL_OPTIONS = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile", "ssl_cert_reqs", 
 # ``socket_timeout``: a Redis that keeps the connection open but stops answering must not
 # hang a thread for ever. Blocking calls get their block time plus a margin instead.
 DEFAULT_SOCKET_TIMEOUT = 10.0
+# Replies are text; bytes another program wrote that are not UTF-8 decode to lone
+# surrogates and encode back to the same bytes, so one such field fails its job with
+# a reason (or reads as it is) instead of every reply that carries it raising, and
+# nothing is rewritten differently.
+DECODING_ERRORS = "surrogateescape"
+
+
+class _Packer:
+    """redis-py's hiredis packer, which encodes text strictly: a command carrying text
+    decoded from such bytes (a job id that is not UTF-8) is packed again with that
+    text encoded back to its bytes. Commands of valid text cost nothing more."""
+
+    def __init__(self) -> None:
+        self._hiredis: Any = redis.connection.HiredisRespSerializer()
+
+    def pack(self, *args: Any) -> List[bytes]:
+        try:
+            return cast(List[bytes], self._hiredis.pack(*args))
+        except UnicodeEncodeError:
+            raw = [arg.encode("utf-8", DECODING_ERRORS) if isinstance(arg, str) else arg
+                   for arg in args]
+            return cast(List[bytes], self._hiredis.pack(*raw))
+
+
+def text_options(kwargs: Dict[str, Any]) -> None:
+    """The options every client of the library gets: text replies, decoded and encoded
+    back losslessly (``DECODING_ERRORS``)."""
+    kwargs["decode_responses"] = True
+    kwargs.setdefault("encoding_errors", DECODING_ERRORS)
+    if redis.utils.HIREDIS_AVAILABLE:    # the pure-Python packer uses encoding_errors
+        kwargs.setdefault("command_packer", _Packer())
 BLOCKING_MARGIN = 5.0
 
 
@@ -209,7 +240,7 @@ class RedisConnection:
         return (RedisConnection, (dict(self._kwargs, connection_class=self._connection_class),))
 
     def _make_client(self, kwargs: Dict[str, Any]) -> Client:
-        kwargs["decode_responses"] = True
+        text_options(kwargs)
         if kwargs.get("socket_timeout") is None:
             kwargs["socket_timeout"] = DEFAULT_SOCKET_TIMEOUT
         kwargs.setdefault("socket_connect_timeout", 5)

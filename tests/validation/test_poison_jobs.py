@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Tuple
 import pytest
 import redis
 
-from orijs_sync import Queue, Worker, errors
+from orijs_sync import Queue, QueueEvents, Worker, errors
 from orijs_sync.testing import wait_until
 
 NORMAL = 40
@@ -201,3 +201,33 @@ def test_a_corrupted_queue_setting_stops_neither_adds_nor_workers(queue: Queue, 
                    what="every job completed")
     assert [queue.get_job(j).returnvalue for j in ids] == [1, 2, 3, 4, 5]
     assert r.hget(queue.keys.meta, field) == value        # another program's data: kept
+
+
+def test_bytes_that_are_not_utf8_fail_only_their_job_and_are_kept(queue: Queue, redis_url: str,
+                                                                   qname: str) -> None:
+    """Another program wrote bytes that are not UTF-8: into a job's data, its name, its
+    very id, an event. Replies carrying them raised while being decoded, so a take
+    failed with every job it had moved to active, and ``get_job`` raised. Now the data
+    fails its job as not JSON, a name or id is used as it is, and every byte is kept."""
+    raw = redis.Redis.from_url(redis_url)                 # bytes in, bytes out
+    bad_data = queue.add("x", {"i": 0}).id
+    raw.hset(queue.keys.job(bad_data), "data", b"\xff\xfe{}")
+    bad_name = queue.add("x", {"i": 1}).id
+    raw.hset(queue.keys.job(bad_name), "name", b"caf\xe9")
+    moved = queue.add("x", {"i": 2}).id                  # the same job under an id not UTF-8
+    raw.rename(queue.keys.job(moved), queue.keys.job("").encode() + b"\xffid")
+    raw.lrem(queue.keys.wait, 1, moved)
+    raw.lpush(queue.keys.wait, b"\xffid")
+    normal = [queue.add("x", {"i": i}).id for i in range(3, 8)]
+    with QueueEvents(qname, connection=redis_url) as events, \
+            Worker(qname, lambda job: job.data["i"], connection=redis_url, concurrency=4):
+        raw.xadd(queue.keys.events, {b"event": b"completed", b"jobId": b"\xff",
+                                     b"returnvalue": b"\xfe"})
+        assert queue.add("x", {"i": 8}).wait_until_finished(events, timeout=10) == 8
+        wait_until(lambda: queue.get_job_counts("completed", "failed")
+                   == {"completed": 8, "failed": 1}, timeout=10, what="every job ended")
+    assert "data is not JSON" in (queue.get_job(bad_data).failed_reason or "")
+    assert raw.hget(queue.keys.job(bad_name), "name") == b"caf\xe9"
+    assert raw.hget(queue.keys.job("").encode() + b"\xffid", "returnvalue") == b"2"
+    assert b"\xffid" in raw.zrange(queue.keys.completed, 0, -1)
+    assert [queue.get_job(j).returnvalue for j in normal] == [3, 4, 5, 6, 7]
