@@ -13,7 +13,7 @@
 ]]
 local rcall = redis.call
 --- @include "queue_state"
---- @include "counter"
+--- @include "stored"
 
 if rcall("EXISTS", KEYS[4]) == 1 then return {} end
 rcall("SET", KEYS[4], ARGV[3], "PX", ARGV[4])

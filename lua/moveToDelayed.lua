@@ -11,7 +11,7 @@
 local rcall = redis.call
 --- @include "enqueue"
 --- @include "lock"
---- @include "counter"
+--- @include "stored"
 
 local jobKey, qk, jobId = KEYS[1], ARGV[1], ARGV[2]
 local code = takeFromActive(jobKey, KEYS[2], KEYS[4], jobId, ARGV[4], ARGV[7])

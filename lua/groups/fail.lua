@@ -13,14 +13,14 @@
 ]]
 local rcall = redis.call
 --- @include "groups/core"
---- @include "counter"
+--- @include "stored"
 
 local ns, jobId, gid, token = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 local now, backoff = tonumber(ARGV[4]), tonumber(ARGV[5])
 if not gmRelease(ns, jobId, gid, token) then return {0} end
 local jobKey = ns .. ":job:" .. jobId
 local attempts = raiseCounter(jobKey, "attempts")
-local maxAttempts = gmNumber(rcall("HGET", jobKey, "maxAttempts"), 1)
+local maxAttempts = finiteNumber(rcall("HGET", jobKey, "maxAttempts")) or 1
 local message, name, stack = ARGV[7], ARGV[8], ARGV[9]
 if attempts >= maxAttempts then
   gmRecordFinished(ns, jobId, "failed", now, tonumber(ARGV[6]), {

@@ -10,7 +10,7 @@
 ]]
 local rcall = redis.call
 --- @include "groups/core"
---- @include "counter"
+--- @include "stored"
 
 local ns, now = KEYS[1], tonumber(ARGV[1])
 local maxStalled = tonumber(ARGV[3])

@@ -7,7 +7,7 @@
   (more: a take left jobs waiting).
 ]]
 --- @include "enqueue"
---- @include "counter"
+--- @include "stored"
 
 local function rateLimitTtl(maxJobs, limiterKey)
   if maxJobs and maxJobs <= tonumber(rcall("GET", limiterKey) or 0) then

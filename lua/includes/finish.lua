@@ -4,7 +4,7 @@
 ]]
 --- @include "remove_job"
 --- @include "lock"
---- @include "counter"
+--- @include "stored"
 
 -- Returns the id of the job's completed/failed event in the stream, or -1 missing
 -- job, -2 missing lock, -3 not active, -4 pending children, -6 lock held by another

@@ -2,12 +2,13 @@
   Queue-level helpers: events length, target list (wait or paused), markers,
   and the score encodings of the prioritized and delayed sets.
 ]]
+--- @include "stored"
 
 -- A queue setting of the meta hash as a whole number >= 0, or nil: what another
 -- program wrote that is none ("", "abc", "1.5", "nan") counts as unset, so one bad
 -- field never makes every call of the queue fail.
 local function metaCount(value)
-  local n = tonumber(value)
+  local n = finiteNumber(value)
   if n and n >= 0 and n < 2^53 and n == math.floor(n) then return n end
 end
 
@@ -69,11 +70,7 @@ end
 -- A job's stored priority as a number a score can hold: a field another program
 -- wrote that is no finite number ("nan", "1e400") is 0, as a missing one is.
 local function storedPriority(value)
-  local priority = tonumber(value) or 0
-  if priority ~= priority or priority == math.huge or priority == -math.huge then
-    return 0
-  end
-  return priority
+  return finiteNumber(value) or 0
 end
 
 local function getPriorityScore(priority, pcKey)

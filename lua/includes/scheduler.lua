@@ -4,18 +4,11 @@
   "repeat:<id>:<run ms>" so that two writers of the same run collide on one key.
 ]]
 --- @include "remove_job"
---- @include "counter"
+--- @include "stored"
 
 -- The run after prevMillis of an "every" scheduler (the first run when
 -- prevMillis is nil), and its offset inside the period. Missed runs are
 -- skipped: a run never lands in the past.
--- A number field of a scheduler hash, or nil when another program wrote one that is no
--- finite number ("abc", "nan"): a run at a NaN time is no score Redis takes.
-local function finiteNumber(value)
-  local n = tonumber(value)
-  if n and n == n and n ~= math.huge and n ~= -math.huge then return n end
-end
-
 local function everyNextMillis(prevMillis, every, now, offset, startDate)
   offset = finiteNumber(offset) or 0
   startDate = finiteNumber(startDate)

@@ -9,23 +9,16 @@
     unique:{id}  seq:{day}  stage (zset id -> release at)  stage:timer
   A job's hash has status waiting | delayed | staged | processing | completed | failed.
 ]]
+--- @include "stored"
 
 -- The fields read for a job about to be reserved: its reply (see gmReply), then status.
 local GM_FIELDS = {"id", "groupId", "data", "attempts", "maxAttempts", "seq", "timestamp",
                    "orderMs", "score", "status"}
 
--- A number field of a job hash; what another program wrote that is no finite number
--- ("abc", "nan", "1e400") is `default`.
-local function gmNumber(value, default)
-  local n = tonumber(value)
-  if n == nil or n ~= n or n == math.huge or n == -math.huge then return default end
-  return n
-end
-
 -- The score a job goes back into its group with (it was the group's head when it was
 -- reserved); a score that is no number puts it back at the front.
 local function gmScore(jobKey)
-  return gmNumber(rcall("HGET", jobKey, "score"), 0)
+  return finiteNumber(rcall("HGET", jobKey, "score")) or 0
 end
 
 -- The reply for one reserved job: id, groupId, data, attempts, maxAttempts, seq,
