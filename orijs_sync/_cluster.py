@@ -33,7 +33,6 @@ from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConn
 from . import _fork, _workers_list, errors
 from .connection import (
     _POOL_INTERNALS,
-    DECODING_ERRORS,
     BlockingClient,
     RedisConnection,
     refused,
@@ -218,8 +217,7 @@ class ClusterConnection(RedisConnection):
 
     def _make_cluster(self, options: Dict[str, Any], **more: Any) -> ClusterClient:
         options.update(more)
-        options["decode_responses"] = True
-        options.setdefault("encoding_errors", DECODING_ERRORS)
+        text_options(options, packer=False)
         options.setdefault("socket_connect_timeout", 5)
         client = ClusterClient(startup_nodes=list(self._nodes), **options)
         client.address = self.address

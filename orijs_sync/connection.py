@@ -47,6 +47,8 @@ _SSL_OPTIONS = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile", "ssl_cert_reqs", 
 # ``socket_timeout``: a Redis that keeps the connection open but stops answering must not
 # hang a thread for ever. Blocking calls get their block time plus a margin instead.
 DEFAULT_SOCKET_TIMEOUT = 10.0
+BLOCKING_MARGIN = 5.0
+
 # Replies are text; bytes another program wrote that are not UTF-8 decode to lone
 # surrogates and encode back to the same bytes, so one such field fails its job with
 # a reason (or reads as it is) instead of every reply that carries it raising, and
@@ -71,14 +73,14 @@ class _Packer:
             return cast(List[bytes], self._hiredis.pack(*raw))
 
 
-def text_options(kwargs: Dict[str, Any]) -> None:
+def text_options(kwargs: Dict[str, Any], *, packer: bool = True) -> None:
     """The options every client of the library gets: text replies, decoded and encoded
-    back losslessly (``DECODING_ERRORS``)."""
+    back losslessly (``DECODING_ERRORS``). ``packer=False`` for a cluster client,
+    which does not pass ``command_packer`` on to its nodes."""
     kwargs["decode_responses"] = True
     kwargs.setdefault("encoding_errors", DECODING_ERRORS)
-    if redis.utils.HIREDIS_AVAILABLE:    # the pure-Python packer uses encoding_errors
+    if packer and redis.utils.HIREDIS_AVAILABLE:   # the pure-Python packer uses encoding_errors
         kwargs.setdefault("command_packer", _Packer())
-BLOCKING_MARGIN = 5.0
 
 
 def translate(exc: redis.exceptions.RedisError, address: str) -> errors.OrijsError:

@@ -42,6 +42,7 @@ MAX_SHARDS = 16      # at most this many threads; past SHARD_SIZE * MAX_SHARDS s
                      # the streams are dealt round-robin over them
 READ_COUNT = 1000    # entries per stream per XREAD
 
+
 class _Tailer(Role):
     """Reads the streams of one shard, one XREAD BLOCK at a time."""
 
