@@ -63,9 +63,17 @@ class _Packer:
 
     def __init__(self) -> None:
         self._hiredis: Any = redis.connection.HiredisRespSerializer()
+        import hiredis      # made only when redis-py found it (HIREDIS_AVAILABLE)
+        self._pack_command: Callable[[Tuple[Any, ...]], bytes] = hiredis.pack_command
 
     def pack(self, *args: Any) -> List[bytes]:
         try:
+            first = args[0]
+            if isinstance(first, str) and " " not in first:
+                try:    # redis-py's own steps (splitting "CLIENT LIST", bytearray) skipped
+                    return [self._pack_command(args)]
+                except TypeError:   # what redis-py converts, or turns into a DataError
+                    pass
             return cast(List[bytes], self._hiredis.pack(*args))
         except UnicodeEncodeError:
             raw = [arg.encode("utf-8", DECODING_ERRORS) if isinstance(arg, str) else arg

@@ -9,7 +9,7 @@ can open one with :func:`propagation_context`.
 from __future__ import annotations
 
 import contextlib
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
@@ -59,13 +59,23 @@ def propagation_context(meta: Mapping[str, Any], *,
 @contextlib.contextmanager
 def handling(message: EventMessage) -> Iterator[EventContext]:
     """The context a handler runs in: the message's meta, the message as the cause."""
-    ctx = EventContext(meta=dict(message.meta), event_id=message.event_id,
-                       event_name=message.event_name, correlation_id=message.correlation_id)
-    token = _current.set(ctx)
+    token = enter_handling(message)
     try:
-        yield ctx
+        yield token.var.get()  # type: ignore[misc]
     finally:
         _current.reset(token)
+
+
+def enter_handling(message: EventMessage) -> "Token[Optional[EventContext]]":
+    """What :func:`handling` does on entry, for a caller that resets the returned token
+    itself (a provider's handler wrapper: no generator on each event's path)."""
+    return _current.set(EventContext(meta=dict(message.meta), event_id=message.event_id,
+                                     event_name=message.event_name,
+                                     correlation_id=message.correlation_id))
+
+
+def leave_handling(token: "Token[Optional[EventContext]]") -> None:
+    _current.reset(token)
 
 
 def resolve(meta: Optional[Mapping[str, Any]],

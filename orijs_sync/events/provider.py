@@ -184,8 +184,11 @@ class BullMQEventProvider:
                                                  timestamp=job.timestamp)
             with self._lock:
                 current = self._handlers[event_name]
-            with context.handling(message):
+            token = context.enter_handling(message)
+            try:
                 return current(message)
+            finally:
+                context.leave_handling(token)
 
         process.__qualname__ = f"event handler {event_name}"
         try:

@@ -205,16 +205,22 @@ class QueueManager:
         return worker
 
     def _job_started(self, event_name: str, job: Job) -> None:
+        if self.metrics is None:     # durations are for the metrics hooks alone
+            return
         with self._lock:
             self._started_at[(event_name, job.id)] = time.monotonic()
 
     def _duration(self, event_name: str, job: Job) -> float:
+        if not self._started_at:     # (a hint: nothing was timed, nothing to drop)
+            return 0.0
         with self._lock:
             started = self._started_at.pop((event_name, job.id), None)
         return time.monotonic() - started if started is not None else 0.0
 
     def _job_completed(self, event_name: str, job: Job) -> None:
         duration = self._duration(event_name, job)
+        if self.metrics is None:
+            return
         call_metric(self.metrics, "on_job_completed", event_name, job.id, duration)
 
     def _job_failed(self, event_name: str, job: Optional[Job], exc: BaseException) -> None:

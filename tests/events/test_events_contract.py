@@ -447,7 +447,7 @@ class Metrics:
 def test_metrics_hooks(make_provider):
     metrics = Metrics()
     provider = make_provider(metrics=metrics, default_job_options=FAST_FAIL)
-    provider.subscribe("measured", lambda m: m.payload)
+    provider.subscribe("measured", lambda m: time.sleep(0.05) or m.payload)
 
     def fail(message):
         raise RuntimeError("bad")
@@ -460,7 +460,7 @@ def test_metrics_hooks(make_provider):
     wait_until(lambda: metrics.completed and metrics.failed, what="metrics")
     assert ("measured", ok.job_id) in metrics.added
     (name, job_id, duration), = metrics.completed
-    assert (name, job_id) == ("measured", ok.job_id) and duration >= 0
+    assert (name, job_id) == ("measured", ok.job_id) and duration >= 0.05   # the handler's
     assert metrics.failed[0][0] == "measured.fail" and metrics.failed[0][2] == "bad"
 
 

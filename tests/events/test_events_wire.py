@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 import redis
-
-from orijs_sync import Queue, errors
 from events_helpers import Recorder, wait_until
 from node_stand_in import node_command, node_env, node_reply
+
+from orijs_sync import Queue, errors
 
 HERE = Path(__file__).resolve().parent
 NODE_SCRIPT = HERE / "node_orijs_service.js"
@@ -50,6 +50,21 @@ def test_wire_format_exact_json(bullmq_provider, namespace, r):
                                           "backoff": {"type": "exponential", "delay": 1000},
                                           "jobId": sub.event_id}
     assert r.lrange(f"bull:{queue}:wait", 0, -1) == [sub.event_id]
+
+
+def test_event_and_correlation_ids_are_random_uuid4s(bullmq_provider):
+    """OriJS makes both ids with randomUUID(): version 4, RFC 4122 variant, lower-case
+    text; every one new (they are job ids and correlation keys)."""
+    provider = bullmq_provider()
+    subs = [provider.emit("ids.made", {"n": n}, expects_result=False) for n in range(300)]
+    ids = []
+    for sub in subs:
+        sub.result(timeout=10)
+        for text in (sub.event_id, sub.correlation_id):
+            made = uuid.UUID(text)
+            assert (made.version, made.variant, str(made)) == (4, uuid.RFC_4122, text)
+            ids.append(text)
+    assert len(set(ids)) == len(ids) == 600
 
 
 def test_wire_format_optional_fields_and_merged_options(bullmq_provider, namespace, r):

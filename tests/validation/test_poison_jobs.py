@@ -231,3 +231,23 @@ def test_bytes_that_are_not_utf8_fail_only_their_job_and_are_kept(queue: Queue, 
     assert raw.hget(queue.keys.job("").encode() + b"\xffid", "returnvalue") == b"2"
     assert b"\xffid" in raw.zrange(queue.keys.completed, 0, -1)
     assert [queue.get_job(j).returnvalue for j in normal] == [3, 4, 5, 6, 7]
+
+
+def test_every_argument_a_client_takes_is_packed_as_redis_py_packs_it(queue: Queue) -> None:
+    """The library's clients pack commands with hiredis directly (redis-py's packer
+    first splits a command name holding a space and copies the arguments): what that
+    skips must still work as redis-py does it, and what redis-py refuses is refused."""
+    client, key = queue.client, queue.keys.key("packed")
+    client.set(key, bytearray(b"from a bytearray"))
+    assert client.get(key) == "from a bytearray"
+    client.set(key, memoryview(b"from a memoryview"))
+    assert client.get(key) == "from a memoryview"
+    client.hset(key + ":h", mapping={"int": 7, "float": 1.5, "bytes": b"\xff"})
+    assert client.hgetall(key + ":h") == {"int": "7", "float": "1.5",
+                                          "bytes": "\udcff"}   # written back as 0xff
+    assert client.execute_command("CLIENT SETNAME", "orijs-packed") is True
+    assert client.execute_command("CLIENT GETNAME") == "orijs-packed"
+    for refused in (None, True, [1]):
+        with pytest.raises(errors.RedisError, match="must be str, int, float or bytes"):
+            client.set(key, refused)
+    assert client.get(key) == "from a memoryview"
