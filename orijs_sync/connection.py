@@ -63,7 +63,7 @@ class _Packer:
 
     def __init__(self) -> None:
         self._hiredis: Any = redis.connection.HiredisRespSerializer()
-        import hiredis      # made only when redis-py found it (HIREDIS_AVAILABLE)
+        import hiredis  # made only when redis-py found it (HIREDIS_AVAILABLE)
         self._pack_command: Callable[[Tuple[Any, ...]], bytes] = hiredis.pack_command
 
     def pack(self, *args: Any) -> List[bytes]:
