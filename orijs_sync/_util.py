@@ -5,7 +5,7 @@ import json
 import logging
 import time
 from datetime import timedelta
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, Union, overload
 
 from . import _validate, errors
 
@@ -42,6 +42,26 @@ def dumps(value: Any, what: str = "value", *, argument: bool = True) -> str:
         if not argument:
             raise TypeError(message) from exc
         raise errors.InvalidArgumentType(message, what, value) from exc
+
+
+@overload
+def stored_int(value: Any, default: int) -> int: ...
+@overload
+def stored_int(value: Any, default: None = None) -> Optional[int]: ...
+def stored_int(value: Any, default: Optional[int] = None) -> Optional[int]:
+    """A number field of a hash (written by anyone) as an int: integer text exactly,
+    other number text truncated; what is no number ("abc", "nan", "1e400") or missing
+    is ``default``."""
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        pass
+    try:
+        return int(float(value))
+    except (TypeError, ValueError, OverflowError):
+        return default
 
 
 def loads(text: Optional[str], default: Any = None) -> Any:

@@ -57,9 +57,11 @@ DECODING_ERRORS = "surrogateescape"
 
 
 class _Packer:
-    """redis-py's hiredis packer, which encodes text strictly: a command carrying text
-    decoded from such bytes (a job id that is not UTF-8) is packed again with that
-    text encoded back to its bytes. Commands of valid text cost nothing more."""
+    """Packs a command with hiredis directly when redis-py's own steps (splitting a
+    command name that holds a space, copying bytearrays) have nothing to do, else with
+    redis-py's hiredis packer. Both encode text strictly: a command carrying text
+    decoded from bytes that are not UTF-8 (a job id) is packed again with that text
+    encoded back to its bytes. Commands of valid text cost nothing more."""
 
     def __init__(self) -> None:
         self._hiredis: Any = redis.connection.HiredisRespSerializer()

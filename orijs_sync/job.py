@@ -13,7 +13,7 @@ from . import _validate as check
 from . import errors, options
 from ._job_actions import JobActionsMixin
 from ._job_flow import FlowJobMixin
-from ._util import dumps, loads, now_ms
+from ._util import dumps, loads, now_ms, stored_int
 
 if TYPE_CHECKING:  # pragma: no cover
     from .keys import QueueKeys
@@ -48,19 +48,6 @@ def _json_field(fields: Mapping[str, str], name: str, default: Any, problems: Li
     except ValueError as exc:
         problems.append(f"{name} is not JSON: {exc} (it starts {text[:40]!r})")
         return text
-
-
-def _int(value: Optional[str], default: Optional[int] = None) -> Optional[int]:
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        pass
-    try:
-        return int(float(value))
-    except (ValueError, OverflowError):
-        return default
 
 
 class Job(JobActionsMixin, FlowJobMixin):
@@ -159,7 +146,7 @@ class Job(JobActionsMixin, FlowJobMixin):
         missing = [f for f in REQUIRED_FIELDS if f not in fields]
         if missing:
             problems.append(f"the job hash has no {', '.join(missing)} field")
-        if _int(fields.get("timestamp"), None) is None and fields.get("timestamp"):
+        if stored_int(fields.get("timestamp"), None) is None and fields.get("timestamp"):
             problems.append(f"timestamp is not a number: {fields['timestamp']!r:.40}")
         data = _json_field(fields, "data", {}, problems)
         opts = _json_field(fields, "opts", {}, problems)
@@ -167,14 +154,14 @@ class Job(JobActionsMixin, FlowJobMixin):
         if opts_problem:
             problems.append(opts_problem)
             opts = {}
-        timestamp = _int(fields.get("timestamp"), 0) or 0
+        timestamp = stored_int(fields.get("timestamp"), 0) or 0
         if not 0 <= timestamp <= check.MAX_INT:
             problems.append(f"timestamp is out of range: {timestamp}")
             timestamp = 0
         self.name, self.data, self.opts, self.timestamp = \
             str(fields.get("name", "")), data, opts, timestamp
-        self.delay = _int(fields.get("delay"), 0) or 0
-        self.priority = _int(fields.get("priority"), 0) or 0
+        self.delay = stored_int(fields.get("delay"), 0) or 0
+        self.priority = stored_int(fields.get("priority"), 0) or 0
         self.progress = loads(fields.get("progress"), 0)
         self.returnvalue = loads(fields.get("returnvalue"))
         self.failed_reason = fields.get("failedReason")
@@ -183,11 +170,11 @@ class Job(JobActionsMixin, FlowJobMixin):
             problems.append(f"stacktrace is not a JSON list of strings: {stack!r:.80}")
             stack = []
         self.stacktrace = stack
-        self.attempts_made = _int(fields.get("atm") or fields.get("attemptsMade"), 0) or 0
-        self.attempts_started = _int(fields.get("ats"), 0) or 0
-        self.stalled_counter = _int(fields.get("stc"), 0) or 0
-        self.processed_on = _int(fields.get("processedOn"))
-        self.finished_on = _int(fields.get("finishedOn"))
+        self.attempts_made = stored_int(fields.get("atm") or fields.get("attemptsMade"), 0) or 0
+        self.attempts_started = stored_int(fields.get("ats"), 0) or 0
+        self.stalled_counter = stored_int(fields.get("stc"), 0) or 0
+        self.processed_on = stored_int(fields.get("processedOn"))
+        self.finished_on = stored_int(fields.get("finishedOn"))
         self.processed_by = fields.get("pb")
         self.parent_key = fields.get("parentKey")
         self.parent = _json_field(fields, "parent", None, problems)

@@ -24,7 +24,7 @@ from croniter import croniter
 from . import _validate as check
 from . import errors
 from . import options as job_options
-from ._util import Seconds, dumps, loads, now_ms, to_seconds
+from ._util import Seconds, dumps, loads, now_ms, stored_int, to_seconds
 
 if TYPE_CHECKING:  # pragma: no cover
     from .job import Job
@@ -67,14 +67,7 @@ class JobSchedulerInfo:
     @classmethod
     def from_hash(cls, scheduler_id: str, fields: Mapping[str, str],
                   next_millis: Optional[int]) -> "JobSchedulerInfo":
-        def num(name: str) -> Optional[int]:
-            """A number field; one another program wrote that is none reads as unset."""
-            try:
-                return int(float(fields[name]))
-            except (KeyError, ValueError, OverflowError):
-                return None
-
-        every = num("every")
+        every = stored_int(fields.get("every"))
         template: Dict[str, Any] = {}
         if fields.get("data"):
             template["data"] = loads(fields["data"])
@@ -83,8 +76,10 @@ class JobSchedulerInfo:
         return cls(id=scheduler_id, name=fields.get("name", ""), next=next_millis,
                    every=None if every is None else every / 1000.0,
                    pattern=fields.get("pattern") or None, tz=fields.get("tz") or None,
-                   start_date=num("startDate"), end_date=num("endDate"), limit=num("limit"),
-                   offset=num("offset"), iteration_count=num("ic"), template=template)
+                   start_date=stored_int(fields.get("startDate")),
+                   end_date=stored_int(fields.get("endDate")),
+                   limit=stored_int(fields.get("limit")), offset=stored_int(fields.get("offset")),
+                   iteration_count=stored_int(fields.get("ic")), template=template)
 
 
 # -- cron ------------------------------------------------------------------

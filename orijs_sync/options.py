@@ -210,7 +210,7 @@ def _is_int(value: Any) -> bool:
 def _is_number(value: Any) -> bool:
     """A finite JSON number within the same range (a delay in ms, a keep age)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and value == value and abs(value) <= check.MAX_INT
+        and abs(value) <= check.MAX_INT       # nan and inf fail the bound
 
 
 def _stored_keep(value: Any) -> bool:

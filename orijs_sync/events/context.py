@@ -59,19 +59,23 @@ def propagation_context(meta: Mapping[str, Any], *,
 @contextlib.contextmanager
 def handling(message: EventMessage) -> Iterator[EventContext]:
     """The context a handler runs in: the message's meta, the message as the cause."""
-    token = enter_handling(message)
+    ctx = _handling_context(message)
+    token = _current.set(ctx)
     try:
-        yield token.var.get()  # type: ignore[misc]
+        yield ctx
     finally:
-        _current.reset(token)
+        leave_handling(token)
 
 
 def enter_handling(message: EventMessage) -> "Token[Optional[EventContext]]":
     """What :func:`handling` does on entry, for a caller that resets the returned token
     itself (a provider's handler wrapper: no generator on each event's path)."""
-    return _current.set(EventContext(meta=dict(message.meta), event_id=message.event_id,
-                                     event_name=message.event_name,
-                                     correlation_id=message.correlation_id))
+    return _current.set(_handling_context(message))
+
+
+def _handling_context(message: EventMessage) -> EventContext:
+    return EventContext(meta=dict(message.meta), event_id=message.event_id,
+                        event_name=message.event_name, correlation_id=message.correlation_id)
 
 
 def leave_handling(token: "Token[Optional[EventContext]]") -> None:

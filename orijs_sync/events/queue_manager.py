@@ -219,8 +219,6 @@ class QueueManager:
 
     def _job_completed(self, event_name: str, job: Job) -> None:
         duration = self._duration(event_name, job)
-        if self.metrics is None:
-            return
         call_metric(self.metrics, "on_job_completed", event_name, job.id, duration)
 
     def _job_failed(self, event_name: str, job: Optional[Job], exc: BaseException) -> None:

@@ -1,22 +1,15 @@
 """GroupJob: one job of a group queue, as GroupMQ 1.1 stores it (``job:{id}`` hash)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from .. import errors
-from .._util import Seconds, loads
+from .._util import Seconds, loads, stored_int
 
 if TYPE_CHECKING:  # pragma: no cover
     from .queue import GroupQueue
-
-
-def _int(value: Any, default: int = 0) -> int:
-    """A stored number as an int; what is none ("abc", "nan", "1e400") is ``default``."""
-    try:
-        return int(float(value))
-    except (TypeError, ValueError, OverflowError):
-        return default
 
 
 def _float(value: Any) -> float:
@@ -25,7 +18,7 @@ def _float(value: Any) -> float:
         number = float(value or 0)
     except (TypeError, ValueError):
         return 0.0
-    return number if abs(number) < float("inf") else 0.0
+    return number if math.isfinite(number) else 0.0
 
 
 @dataclass
@@ -55,21 +48,23 @@ class GroupJob:
         """From a reserve reply: id, groupId, data, attempts, maxAttempts, seq,
         timestamp, orderMs, score, deadline."""
         return cls(id=str(reply[0]), group_id=str(reply[1]), data=loads(reply[2]),
-                   attempts_made=_int(reply[3]), max_attempts=_int(reply[4], 1),
-                   timestamp=_int(reply[6]), order_ms=_int(reply[7]) or _int(reply[6]),
-                   score=_float(reply[8]), deadline_at=_int(reply[9]), status="active",
+                   attempts_made=stored_int(reply[3], 0), max_attempts=stored_int(reply[4], 1),
+                   timestamp=stored_int(reply[6], 0),
+                   order_ms=stored_int(reply[7], 0) or stored_int(reply[6], 0),
+                   score=_float(reply[8]), deadline_at=stored_int(reply[9], 0), status="active",
                    queue=queue)
 
     @classmethod
     def from_hash(cls, job_id: str, raw: Mapping[str, str], status: str,
                   queue: Optional["GroupQueue"] = None) -> "GroupJob":
-        optional = {name: _int(raw[key]) if raw.get(key) else None
+        optional = {name: stored_int(raw[key], 0) if raw.get(key) else None
                     for name, key in (("processed_on", "processedOn"),
                                       ("finished_on", "finishedOn"))}
         return cls(id=job_id, group_id=raw.get("groupId", ""), data=loads(raw.get("data")),
-                   attempts_made=_int(raw.get("attempts")),
-                   max_attempts=_int(raw.get("maxAttempts"), 1),
-                   order_ms=_int(raw.get("orderMs")), timestamp=_int(raw.get("timestamp")),
+                   attempts_made=stored_int(raw.get("attempts"), 0),
+                   max_attempts=stored_int(raw.get("maxAttempts"), 1),
+                   order_ms=stored_int(raw.get("orderMs"), 0),
+                   timestamp=stored_int(raw.get("timestamp"), 0),
                    status=status, score=_float(raw.get("score")),
                    returnvalue=loads(raw.get("returnvalue")),
                    failed_reason=raw.get("failedReason") or raw.get("lastErrorMessage") or None,
