@@ -23,10 +23,10 @@ from . import _fork, errors
 from . import _validate as check
 from ._cluster import check_queue
 from ._event_entry import UNKNOWN_RUN, QueueEvent, settle_from_event, stream_id
+from ._event_tailer import Tailer
 from ._expect import REST, Expectations
 from ._futures import result_or_named_timeout, settle, wait_timeout
 from ._local import LOCAL, server_of
-from ._roles import Role
 from ._shards import deal
 from ._util import loads
 from .connection import ConnectionLike, as_connection
@@ -40,50 +40,6 @@ MAX_BLOCK = 3600.0   # longest XREAD BLOCK (its socket timeout is longer still)
 SHARD_SIZE = 64      # streams per events thread before the next thread is started
 MAX_SHARDS = 16      # at most this many threads; past SHARD_SIZE * MAX_SHARDS streams,
                      # the streams are dealt round-robin over them
-READ_COUNT = 1000    # entries per stream per XREAD
-
-
-class _Tailer(Role):
-    """Reads the streams of one shard, one XREAD BLOCK at a time."""
-
-    name = "events-tailer"
-
-    def __init__(self, owner: "QueueEvents", shard: int) -> None:
-        super().__init__(owner._stop)
-        self.owner = owner
-        self.shard = shard
-        self.blocking = owner.connection.blocking_client(owner.block_timeout)
-        self.woken = threading.Event()    # ends a rest (see QueueEvents._rest)
-        # rest (when it may) before the next read: after a read, or a rest cut short
-        self._rest_first = False
-
-    def loop(self) -> None:
-        self.blocking.take_interrupt()
-        streams = self.owner._stream_positions(self.shard)
-        if not streams:
-            self.owner._wait_for_queues(self.shard)
-            return
-        if self._rest_first:
-            woken = self.owner._rest(self)
-            if woken is not None:
-                self._rest_first = woken    # woken early: check again; a full rest: read
-                return
-        try:
-            reply = self.blocking.xread(streams, int(self.owner.block_timeout * 1000),
-                                        READ_COUNT)
-        except errors.ConnectionError:
-            if self.blocking.take_interrupt():
-                return      # woken on purpose (a queue was added): read again at once
-            raise
-        full = False
-        for stream, entries in reply:
-            self.owner._deliver(stream, entries)
-            full = full or len(entries) >= READ_COUNT
-        self._rest_first = not full    # more to read: no rest before it is read
-
-    def interrupt(self) -> None:
-        self.woken.set()
-        self.blocking.interrupt()
 
 
 class QueueEvents:
@@ -142,7 +98,7 @@ class QueueEvents:
         # what waiters (here, and _expect's) wait for, and whether Workers here hold it
         self._expectations = Expectations(prefix, server_of(self.connection))
         self._stop = threading.Event()
-        self._tailers: Dict[int, _Tailer] = {}    # by shard
+        self._tailers: Dict[int, Tailer] = {}    # by shard
         self._started = False
         self._closed = False
         self._restart = False          # started before a fork: restart on first use
@@ -209,7 +165,7 @@ class QueueEvents:
         count, self._added = self._added, self._added + 1
         return deal(count, SHARD_SIZE, MAX_SHARDS)
 
-    def _wake_tailer(self, tailer: _Tailer, generation: int) -> None:
+    def _wake_tailer(self, tailer: Tailer, generation: int) -> None:
         """Interrupt ``tailer`` until it has read the streams of ``generation``: its XREAD
         in progress (or about to start) does not cover the new stream. Bounded; never
         from the tailer's own thread (a listener adding a queue)."""
@@ -347,7 +303,7 @@ class QueueEvents:
         for tailer in tailers:
             tailer.woken.set()
 
-    def _rest(self, tailer: _Tailer) -> Optional[bool]:
+    def _rest(self, tailer: Tailer) -> Optional[bool]:
         """On ``tailer``'s thread: rest up to ``REST`` seconds if nothing needs events
         sooner. None: it may not; True: woken before the end; False: rested ``REST``."""
         tailer.woken.clear()       # before the check: a wake from now on ends the rest
@@ -563,7 +519,7 @@ class QueueEvents:
                 return
             for shard in sorted(set(self._shard_of.values()) | {0}):
                 if shard not in self._tailers:
-                    tailer = self._tailers[shard] = _Tailer(self, shard)
+                    tailer = self._tailers[shard] = Tailer(self, shard)
                     tailer.probe = self.client.ping      # read again as soon as Redis is back
                     fresh.append(tailer)
         for tailer in fresh:
