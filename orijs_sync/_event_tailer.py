@@ -56,3 +56,10 @@ class Tailer(Role):
         self.woken.set()
         self.blocking.interrupt()
 
+    def halt(self) -> None:
+        """Stop (the stop event is set) and close its connection. Its thread is joined,
+        unless this is it (a listener closing the QueueEvents): a thread cannot join
+        itself; it ends as soon as the listener returns, delivering nothing more."""
+        if not self.is_current_thread():
+            self.stop()
+        self.blocking.close()

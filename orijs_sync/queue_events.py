@@ -323,6 +323,8 @@ class QueueEvents:
         if queue is None or not entries:
             return
         for entry_id, flat in entries:
+            if self._stop.is_set():
+                return          # closed (perhaps by a listener on this thread)
             name = flat.get("event", "")
             listeners: List[Callable[..., Any]] = []
             raw: List[Callable[[QueueEvent], Any]] = []
@@ -526,7 +528,9 @@ class QueueEvents:
             tailer.start(f"{name}#{tailer.shard}" if tailer.shard else name)
 
     def close(self) -> None:
-        """Stop the threads (joined) and fail pending waits with ``ShutdownError``."""
+        """Stop the threads (joined) and fail pending waits with ``ShutdownError``. From a
+        listener, the thread it runs on is not joined: it ends as the listener returns,
+        and no listener is called after ``close``."""
         with self._lock:
             if self._closed:
                 return
@@ -539,8 +543,7 @@ class QueueEvents:
             LOCAL.remove_watcher(self, key)
         LOCAL.remove_events(self)
         for tailer in tailers:
-            tailer.stop()
-            tailer.blocking.close()
+            tailer.halt()
         with self._lock:
             waiters, self._waiters = self._waiters, {}
         self._expectations.clear()

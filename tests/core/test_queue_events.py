@@ -124,6 +124,42 @@ def test_close_fails_pending_waits(queue, redis_url, qname):
         ev.job_future(queue, "1")
 
 
+def test_close_from_a_listener_completes_the_close(queue, redis_url, namespace, r):
+    """close() on the events thread itself (from a listener) cannot join that thread;
+    it once raised there and skipped the rest of the close. Now it does all but the
+    join: pending waits fail with ShutdownError, the connections are let go, no
+    listener is called again, and the thread ends once the listener returns."""
+    name = f"qe-close-{namespace}"
+    url = f"{redis_url}{'&' if '?' in redis_url else '?'}client_name={name}"
+    ev = QueueEvents(queue.name, connection=url, autorun=False)
+    try:
+        first = queue.add("x", {})
+        pending = ev.job_future(queue, first.id)      # no worker runs it
+        queue.add("x", {})
+        queue.add("x", {})
+        calls, raised = [], []
+
+        def close_here(job_id, value):
+            calls.append(job_id)
+            try:
+                ev.close()
+            except Exception as exc:  # noqa: BLE001 - the test reports it below
+                raised.append(exc)
+
+        ev.on("added", close_here)
+        ev.start()          # its first read takes the three "added" events at once
+        with pytest.raises(errors.ShutdownError):
+            pending.result(timeout=10)
+        wait_until(lambda: orijs_threads() == [], 10, "the events thread to end")
+        assert raised == []
+        assert calls == [first.id]
+        assert ev._waiters == {}
+        wait_until(lambda: all(c["name"] != name for c in r.client_list()), 10,
+                   "the QueueEvents' connections to be closed")
+    finally:
+        ev.close()
+
+
 def test_wait_on_a_job_finished_and_removed_before_the_wait_began(queue, events, redis_url,
                                                                   qname, r):
     job = queue.add("x", {"v": 5}, remove_on_complete=True)
