@@ -190,6 +190,8 @@ class QueueEvents:
                                    self.block_timeout)
 
     def remove_queue(self, name: str) -> None:
+        """Stop watching ``name``: its events are no longer delivered, and the pending
+        waits on its jobs fail at once with ``ShutdownError`` (they would never settle)."""
         key = QueueKeys(self.prefix, name).events
         LOCAL.remove_watcher(self, key)
         with self._lock:
@@ -198,6 +200,7 @@ class QueueEvents:
             shard = self._shard_of.pop(key, None)
             if shard is not None:
                 self._shard_keys[shard].remove(key)
+        self._fail_waits(name, f"QueueEvents no longer watches queue {name!r}")
 
     @property
     def queues(self) -> List[str]:
@@ -431,12 +434,12 @@ class QueueEvents:
         if not all(hasattr(queue, a) for a in ("name", "keys", "client", "get_job_state")):
             check.bad_type("queue", queue, "a Queue")
         job_id = check.job_id(job_id)
-        if queue.name not in self.queues:
-            raise errors.InvalidArgument(f"QueueEvents does not watch queue {queue.name!r}")
         self.resume_after_fork()
         fut: "Future[Any]" = Future()
         key = (queue.name, str(job_id))
-        with self._lock:
+        with self._lock:    # (checked as it registers: remove_queue fails what is registered)
+            if all(watched != queue.name for watched, _ in self._streams.values()):
+                raise errors.InvalidArgument(f"QueueEvents does not watch queue {queue.name!r}")
             floor = self._floor_of_added(queue, added_event)
             seen = self._recent.get(key)
             if floor is not None and seen is not None and stream_id(seen.id) > floor:
@@ -486,6 +489,16 @@ class QueueEvents:
         state, returnvalue, failed_reason, last = queue.scripts.run(
             "currentRun", [queue.keys.base, queue.keys.events], [job_id])
         return str(state), returnvalue, failed_reason, stream_id(str(last))
+
+    def _fail_waits(self, queue: Optional[str], message: str) -> None:
+        """Fail the pending waits on jobs of ``queue`` (None: of every queue) with
+        ``ShutdownError(message)``."""
+        with self._lock:
+            keys = [key for key in self._waiters if queue is None or key[0] == queue]
+            waits = [fut for key in keys for fut, _ in self._waiters.pop(key)]
+        for fut in waits:
+            self._expectations.drop(fut)
+            settle(fut, exc=errors.ShutdownError(message))
 
     def _forget(self, queue: str, job_id: str, fut: "Future[Any]") -> None:
         with self._lock:
@@ -544,12 +557,8 @@ class QueueEvents:
         LOCAL.remove_events(self)
         for tailer in tailers:
             tailer.halt()
-        with self._lock:
-            waiters, self._waiters = self._waiters, {}
+        self._fail_waits(None, "QueueEvents closed")
         self._expectations.clear()
-        for futures in waiters.values():
-            for fut, _ in futures:
-                settle(fut, exc=errors.ShutdownError("QueueEvents closed"))
         if self._owns_connection:
             self.connection.close()
 

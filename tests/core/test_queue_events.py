@@ -160,6 +160,63 @@ def test_close_from_a_listener_completes_the_close(queue, redis_url, namespace, 
         ev.close()
 
 
+def test_remove_queue_settles_the_waits_on_its_jobs(redis_url, namespace):
+    """A wait on a job of a queue no longer watched would never hear of its outcome:
+    remove_queue fails it at once with ShutdownError naming the queue. Waits on the
+    queues still watched go on."""
+    kept, dropped = f"k-{namespace}", f"d-{namespace}"
+    with QueueEvents([kept, dropped], connection=redis_url) as ev, \
+            Queue(kept, connection=redis_url) as qk, Queue(dropped, connection=redis_url) as qd:
+        blocked, future_job, kept_job = qd.add("x", {}), qd.add("x", {}), qk.add("x", {"v": 7})
+        outcome: list = []
+
+        def wait_blocked():
+            try:
+                outcome.append(blocked.wait_until_finished(ev, timeout=30))
+            except Exception as exc:  # noqa: BLE001 - the test looks at it below
+                outcome.append(exc)
+
+        waiter = threading.Thread(target=wait_blocked, name="test-waiter")
+        waiter.start()
+        try:
+            future = ev.job_future(qd, future_job.id)
+            kept_future = ev.job_future(qk, kept_job.id)
+            wait_until(lambda: (dropped, blocked.id) in ev._waiters)
+            ev.remove_queue(dropped)
+            assert isinstance(future.exception(timeout=5), errors.ShutdownError)
+            with pytest.raises(errors.ShutdownError, match=f"no longer watches queue '{dropped}'"):
+                future.result(timeout=0)
+        finally:
+            waiter.join(10)
+        assert not waiter.is_alive()
+        assert len(outcome) == 1 and isinstance(outcome[0], errors.ShutdownError)
+        assert dropped in str(outcome[0])
+        assert all(queue == kept for queue, _ in ev._waiters)
+        with Worker(kept, lambda j: j.data["v"], connection=redis_url):
+            assert kept_future.result(timeout=10) == 7
+
+
+def test_a_wait_begun_as_its_queue_is_removed_is_refused(redis_url, namespace,
+                                                        monkeypatch):
+    """remove_queue between a wait's check that the queue is watched and its
+    registration would leave it registered on a queue nobody reads: the check is made
+    as it registers, so the wait is refused (or, registered first, failed by
+    remove_queue)."""
+    name = f"d-{namespace}"
+    with QueueEvents(name, connection=redis_url) as ev, \
+            Queue(name, connection=redis_url) as q:
+        job = q.add("x", {})
+        real = QueueEvents.resume_after_fork
+
+        def removed_meanwhile(self):      # runs inside job_future, before it registers
+            self.remove_queue(name)
+            real(self)
+        monkeypatch.setattr(QueueEvents, "resume_after_fork", removed_meanwhile)
+        with pytest.raises(errors.InvalidArgument, match="does not watch"):
+            ev.job_future(q, job.id)
+        assert ev._waiters == {}
+
+
 def test_wait_on_a_job_finished_and_removed_before_the_wait_began(queue, events, redis_url,
                                                                   qname, r):
     job = queue.add("x", {"v": 5}, remove_on_complete=True)
