@@ -33,18 +33,15 @@ from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConn
 from . import _fork, _workers_list, errors
 from .connection import (
     _POOL_INTERNALS,
+    REDIS_PY_ERRORS,
     BlockingClient,
     RedisConnection,
-    refused,
     text_options,
+    translate,
 )
 
 log = logging.getLogger(__name__)
 
-_CLUSTER_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
-                   redis.exceptions.ClusterError, redis.exceptions.ClusterDownError,
-                   redis.exceptions.TryAgainError, redis.exceptions.MasterDownError,
-                   redis.exceptions.SlotNotCoveredError)
 _SENTINEL_KEYS = ("sentinels", "service_name", "sentinel_kwargs")
 # What redis-py keeps in a cluster's connection options for itself: never copied.
 _CLUSTER_INTERNALS = frozenset({"host", "port", "connection_pool", "retry", "redis_connect_func",
@@ -105,13 +102,14 @@ def check_flow(queues: Sequence[Tuple[str, str]]) -> None:
 
 @contextlib.contextmanager
 def _translated(address: str) -> Iterator[None]:
-    """Cluster failures as the library's errors, naming the cluster."""
+    """redis-py's errors as the library's, naming the cluster (``translate``, as on one
+    Redis); NOSCRIPT passes, for redis-py's Script to load the script and run it again."""
     try:
         yield
-    except _CLUSTER_ERRORS as exc:
-        raise errors.ConnectionError(f"Redis at {address} failed: {exc}") from exc
-    except redis.exceptions.NoPermissionError as exc:
-        raise refused(exc, address) from exc
+    except redis.exceptions.NoScriptError:
+        raise
+    except REDIS_PY_ERRORS as exc:
+        raise translate(exc, address) from exc
 
 
 class ClusterClient(RedisCluster):

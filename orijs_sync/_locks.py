@@ -19,7 +19,7 @@ import time
 from typing import TYPE_CHECKING, Any, List, Optional, Set, Tuple
 
 from . import errors
-from ._util import dumps
+from ._util import script_json
 from .job import Job
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,7 +62,7 @@ class LockRenewer:
             return None
         k = w.keys
         return ("extendLocks", [k.stalled],
-                [k.base, dumps([j.id for j in jobs]), dumps([j.token for j in jobs]),
+                [k.base, script_json([j.id for j in jobs]), script_json([j.token for j in jobs]),
                  w.lock_duration_ms])
 
     def done(self, reply: Any) -> float:

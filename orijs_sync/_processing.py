@@ -21,7 +21,7 @@ from tenacity import (
 from . import _validate as check
 from . import errors
 from ._local import LOCAL
-from ._util import dumps, now_ms
+from ._util import dumps, now_ms, script_json, well_formed
 from .job import Job
 from .job_scheduler import schedule_next
 from .options import keep_jobs
@@ -76,7 +76,7 @@ def _bounded_ms(ms: float) -> int:
 
 def error_fields(job: Job, exc: BaseException) -> Tuple[str, List[str]]:
     """BullMQ's failedReason and the stacktrace list, trimmed to stackTraceLimit."""
-    reason = str(exc) or type(exc).__name__
+    reason = well_formed(str(exc) or type(exc).__name__)
     trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     stored = job.opts.get("stackTraceLimit")
     limit = 10 if stored is None else int(stored)       # null (JSON) as unset
@@ -220,10 +220,10 @@ class JobRunner:
             now = now_ms()
             code = self.run_script(
                 "moveToDelayed", [job.key, k.active, k.events, k.stalled, k.meta],
-                [k.base, job.id, now, job.token, now + delay_ms, "0", dumps(fields)])
+                [k.base, job.id, now, job.token, now + delay_ms, "0", script_json(fields)])
         else:
             code = self.run_script("retryJob", [job.key, k.active, k.events, k.stalled],
-                                   [k.base, job.id, now_ms(), job.token, dumps(fields)])
+                                   [k.base, job.id, now_ms(), job.token, script_json(fields)])
         self._check(job, code, "retry")
 
     # -- many jobs ---------------------------------------------------------
@@ -280,13 +280,13 @@ class JobRunner:
         engine = self.w._engine
         mark = engine.mark() if engine is not None and fetch else None
         stamp = now_ms()
-        args: List[Any] = [k.base, stamp, fetch, dumps(opts), len(outcomes)]
+        args: List[Any] = [k.base, stamp, fetch, script_json(opts), len(outcomes)]
         for o in outcomes:
             kept = o.job.opts.get("removeOnComplete" if o.target == "completed" else "removeOnFail")
             if kept is None:
                 kept = self.w.remove_on_complete if o.target == "completed" else self.w.remove_on_fail
-            args += [o.job.id, o.job.token, o.target, o.value, dumps(o.fields),
-                     dumps(keep_jobs(kept)), o.job.attempts]
+            args += [o.job.id, o.job.token, o.target, o.value, script_json(o.fields),
+                     script_json(keep_jobs(kept)), o.job.attempts]
         return FinishCall([k.active, k.events, k.meta, k.stalled], args, stamp, fetch, mark)
 
     def _finish(self, outcomes: Sequence[Outcome], fetch: int,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from datetime import timedelta
 from typing import Any, Callable, Optional, Union, overload
@@ -29,12 +30,12 @@ def to_ms(value: Optional[Seconds], name: str, *, allow_none: bool = True) -> Op
 
 # One encoder for every call (json.dumps with options builds a new one each time).
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+# A lone surrogate: half of a UTF-16 pair (text JavaScript cut mid-character, which
+# JSON.parse and json.loads both read). UTF-8 cannot encode it.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def dumps(value: Any, what: str = "value", *, argument: bool = True) -> str:
-    """Compact JSON as BullMQ writes it. A value JSON can't hold raises
-    ``errors.InvalidArgumentType`` naming ``what`` (a plain ``TypeError`` when the value
-    is not an argument but a result, e.g. what a step returned)."""
+def _encode(value: Any, what: str, argument: bool) -> str:
     try:
         return _ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
@@ -42,6 +43,35 @@ def dumps(value: Any, what: str = "value", *, argument: bool = True) -> str:
         if not argument:
             raise TypeError(message) from exc
         raise errors.InvalidArgumentType(message, what, value) from exc
+
+
+def _escape(match: "re.Match[str]") -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def dumps(value: Any, what: str = "value", *, argument: bool = True) -> str:
+    """A value (job data, a return value, progress, an event's payload...) as compact JSON,
+    as Node's ``JSON.stringify`` writes it: a lone surrogate as its ``\\uXXXX`` escape,
+    so it is stored and reads back equal on both sides. A value JSON can't hold raises
+    ``errors.InvalidArgumentType`` naming ``what`` (a plain ``TypeError`` when the value
+    is not an argument but a result, e.g. what a step returned)."""
+    text = _encode(value, what, argument)
+    return text if text.isascii() else _LONE_SURROGATE.sub(_escape, text)
+
+
+def script_json(value: Any, what: str = "value") -> str:
+    """Options, ids and fields as compact JSON for a script, whose cjson refuses a lone
+    surrogate's escape: text decoded from bytes that are not UTF-8 stays as it is (it is
+    sent back as those bytes, see connection.DECODING_ERRORS); other lone surrogates
+    cannot be stored and raise ``errors.InvalidArgument`` naming ``what``."""
+    text = _encode(value, what, True)
+    return text if text.isascii() else _validate.storable(text, what)
+
+
+def well_formed(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD, as Node's UTF-8 encoding
+    stores it: for text written as it is (a failedReason), never refused."""
+    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
 
 
 @overload

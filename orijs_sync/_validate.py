@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any, Dict, Literal, NoReturn, Optional, cast, overload
 
 from . import errors
+from .connection import DECODING_ERRORS
 
 # Longest duration taken anywhere (delay, timeout, interval...): ten years. Beyond it
 # a delayed job's score would lose precision and a timer wait would overflow.
@@ -37,6 +38,19 @@ def bad_type(arg: str, value: Any, expected: str) -> NoReturn:
         f"{arg} must be {expected}, not {type(value).__name__} ({_show(value)})", arg, value)
 
 
+def storable(text: str, arg: str) -> str:
+    """``text``, refused when Redis cannot store it: it holds a lone surrogate (half of a
+    UTF-16 pair) other than one standing for a byte that is not UTF-8 (text read from
+    Redis, written back as those bytes: connection.DECODING_ERRORS)."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8", DECODING_ERRORS)
+        except UnicodeEncodeError as exc:
+            bad_value(arg, text, f"holds a lone surrogate ({text[exc.start]!r}, half of a "
+                                 "UTF-16 pair), which UTF-8 cannot store")
+    return text
+
+
 def name(value: Any, arg: str) -> str:
     """A queue/worker/event/workflow name: a non-empty string without ``:``."""
     if not isinstance(value, str):
@@ -45,7 +59,7 @@ def name(value: Any, arg: str) -> str:
         bad_value(arg, value, "must be a non-empty string")
     if ":" in value:
         bad_value(arg, value, "must not contain ':' (it is BullMQ's key separator)")
-    return value
+    return storable(value, arg)
 
 
 def string(value: Any, arg: str, *, non_empty: bool = True) -> str:
@@ -53,7 +67,7 @@ def string(value: Any, arg: str, *, non_empty: bool = True) -> str:
         bad_type(arg, value, "a string")
     if non_empty and not value:
         bad_value(arg, value, "must not be empty")
-    return value
+    return storable(value, arg)
 
 
 def optional_string(value: Any, arg: str) -> Optional[str]:

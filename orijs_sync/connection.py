@@ -24,6 +24,12 @@ ConnectionLike = Union[str, Mapping[str, Any], Sequence[Any], redis.Redis, "Redi
                        "redis.cluster.RedisCluster", None]
 
 _REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+# A cluster that cannot serve the slot now (down, failing over, a slot no primary
+# covers) fails as a lost connection does: errors.ConnectionError, worth trying again.
+_UNREACHABLE = _REDIS_ERRORS + (redis.exceptions.ClusterError, redis.exceptions.TryAgainError,
+                                redis.exceptions.SlotNotCoveredError)
+# What translate() takes: redis-py's errors, and its cluster's own (not RedisErrors).
+REDIS_PY_ERRORS = (redis.exceptions.RedisError, redis.exceptions.RedisClusterException)
 # What redis-py adds to a pool's connection_kwargs for that pool alone: never copied.
 _POOL_INTERNALS = frozenset({"himport_registry", "maint_notifications_pool_handler",
                              "maint_notifications_config", "orig_host_address",
@@ -93,10 +99,11 @@ def text_options(kwargs: Dict[str, Any], *, packer: bool = True) -> None:
         kwargs.setdefault("command_packer", _Packer())
 
 
-def translate(exc: redis.exceptions.RedisError, address: str) -> errors.OrijsError:
+def translate(exc: Exception, address: str) -> errors.OrijsError:
     """The library's error for a redis-py one (which the caller keeps as ``__cause__``):
-    every error a public call raises derives from :class:`errors.OrijsError`."""
-    if isinstance(exc, _REDIS_ERRORS):
+    every error a public call raises derives from :class:`errors.OrijsError`. One Redis
+    and a cluster alike: ``exc`` is one of ``REDIS_PY_ERRORS``."""
+    if isinstance(exc, _UNREACHABLE):
         return errors.ConnectionError(f"Redis at {address} failed: {exc}")
     if isinstance(exc, redis.exceptions.NoPermissionError):
         return refused(exc, address)

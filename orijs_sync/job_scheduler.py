@@ -24,7 +24,7 @@ from croniter import croniter
 from . import _validate as check
 from . import errors
 from . import options as job_options
-from ._util import Seconds, dumps, loads, now_ms, stored_int, to_seconds
+from ._util import Seconds, dumps, loads, now_ms, script_json, stored_int, to_seconds
 
 if TYPE_CHECKING:  # pragma: no cover
     from .job import Job
@@ -242,8 +242,8 @@ def upsert(queue: "Queue", scheduler_id: str, *, every: Optional[Seconds] = None
     k = queue.keys
     reply = queue.scripts.run(
         "addJobScheduler", [k.repeat, k.meta, k.id, k.events],
-        [k.base, scheduler_id, dumps(fields), next_millis, data_text, dumps(template_opts),
-         dumps(job_opts), now])
+        [k.base, scheduler_id, script_json(fields), next_millis, data_text,
+         script_json(template_opts), script_json(job_opts), now])
     if isinstance(reply, int):
         reasons = {-10: "the job of its next run exists from an earlier series (remove it first)",
                    -11: "every slot of its next runs is taken by an existing job"}
@@ -351,5 +351,5 @@ def _schedule_next(job: "Job", scheduler_id: str) -> Optional[str]:
     opts["repeat"] = repeat
     reply = queue.scripts.run(
         "updateJobScheduler", [k.repeat, k.meta, k.id, k.events],
-        [k.base, scheduler_id, job.id, next_millis, dumps(opts), now])
+        [k.base, scheduler_id, job.id, next_millis, script_json(opts), now])
     return str(reply) if reply else None

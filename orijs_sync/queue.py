@@ -12,7 +12,7 @@ from ._job_flow import attach_to_parent
 from ._local import Handing
 from ._queue_control import QueueControlMixin
 from ._queue_schedulers import SchedulerQueueMixin
-from ._util import dumps, now_ms
+from ._util import dumps, now_ms, script_json
 from .connection import ConnectionLike, ConnectionOwner, RedisConnection
 from .job import Job
 from .keys import QueueKeys
@@ -44,9 +44,9 @@ class AddCall:
         if parent:
             parent_key = f"{parent['queueKey']}:{parent['id']}"
             deps_key = f"{parent_key}:dependencies"
-            parent_text = dumps(parent)
+            parent_text = script_json(parent, "parent")
         self.args = [opts.get("jobId") or "", name, self.timestamp,
-                     dumps(data, f"data of job {name!r}"), dumps(opts, "job options"),
+                     dumps(data, f"data of job {name!r}"), script_json(opts, "job options"),
                      parent_key, parent_text, deps_key, repeat_job_key or "",
                      "1" if wait_children else ""]
 
@@ -73,7 +73,7 @@ class AddCall:
         goes to its handler pool, and the slot comes back when nothing was taken.
         Returns the add's result."""
         try:
-            results, jobs = AddCall._run([self], scripts, connection, [dumps(handing.takes[0])])
+            results, jobs = AddCall._run([self], scripts, connection, [script_json(handing.takes[0])])
         except BaseException:
             handing.cancel()
             raise

@@ -23,7 +23,7 @@ from ._pools import deadline_of, remaining
 from ._processing import BackoffStrategy, JobRunner, Outcome
 from ._roles import backoff_delay, run_until_signalled
 from ._routing import ProcessorLike, as_processor
-from ._util import Seconds, dumps, now_ms
+from ._util import Seconds, now_ms, script_json
 from ._workers_list import worker_client_name
 from .connection import ConnectionLike, as_connection
 from .job import Job
@@ -399,7 +399,7 @@ class Worker:
         """Keys and arguments of the moveToActive call taking up to ``count`` jobs."""
         k = self.keys
         return ([k.wait, k.active, k.marker],
-                [k.base, now_ms(), dumps(self._runner.fetch_opts(count)), count])
+                [k.base, now_ms(), script_json(self._runner.fetch_opts(count)), count])
 
     def _fetch_reply(self, reply: Any) -> "tuple[List[Job], int, int]":
         jobs_raw, ttl, next_delayed = reply

@@ -17,21 +17,23 @@ local function addToDelayed(markerKey, delayedKey, eventsKey, maxEvents, jobId, 
   addDelayMarker(markerKey, delayedKey)
 end
 
--- Pushes a ready job to wait/paused (or prioritized) and wakes a worker.
-local function pushReady(qk, jobId, priority, lifo)
+-- Pushes a ready job to wait/paused (or prioritized) and wakes a worker. Workers take
+-- from the right of the list: front (a lifo job, a parent whose children are done:
+-- RPUSH, as BullMQ) makes it the next one taken; else LPUSH, behind every waiting job.
+local function pushReady(qk, jobId, priority, front)
   local target, pausedOrMaxed = getTargetList(qk .. "meta", qk .. "active", qk .. "wait", qk .. "paused")
   if priority > 0 then
     addToPrioritized(qk .. "marker", qk .. "prioritized", priority, jobId, qk .. "pc", pausedOrMaxed)
   else
-    rcall(lifo and "RPUSH" or "LPUSH", target, jobId)
+    rcall(front and "RPUSH" or "LPUSH", target, jobId)
     addBaseMarker(qk .. "marker", pausedOrMaxed)
   end
 end
 
 -- Moves a job that has no pending delay into wait/paused or prioritized,
--- with the "waiting" event. qk is the queue's key base ("bull:name:").
-local function enqueueReadyJob(qk, jobId, priority, lifo, prevState)
-  pushReady(qk, jobId, priority, lifo)
+-- with the "waiting" event. qk is the queue's key base ("bull:name:"); front: see pushReady.
+local function enqueueReadyJob(qk, jobId, priority, front, prevState)
+  pushReady(qk, jobId, priority, front)
   local maxEvents = getOrSetMaxEvents(qk .. "meta")
   if prevState then
     rcall("XADD", qk .. "events", "MAXLEN", "~", maxEvents, "*", "event", "waiting",

@@ -21,7 +21,8 @@ local function moveParentToWait(parentQk, parentKey, parentId, timestamp)
     rcall("XADD", parentQk .. "events", "*", "event", "delayed", "jobId", parentId, "delay", runAt)
     addDelayMarker(parentQk .. "marker", parentQk .. "delayed")
   else
-    enqueueReadyJob(parentQk, parentId, priority, false, "waiting-children")
+    -- next in line (BullMQ's RPUSH): its children ran, it waited its turn already
+    enqueueReadyJob(parentQk, parentId, priority, true, "waiting-children")
     parentsMadeReady[parentQk] = true
   end
 end
@@ -97,7 +98,7 @@ local function removeFromParent(childKey)
     if rcall("SCARD", parentKey .. ":dependencies") == 0
        and rcall("ZREM", parentQk .. "waiting-children", parentId) == 1 then
       enqueueReadyJob(parentQk, parentId, storedPriority(rcall("HGET", parentKey, "priority")),
-                      false, "waiting-children")
+                      true, "waiting-children")
     end
   end
 end

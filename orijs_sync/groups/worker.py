@@ -22,7 +22,7 @@ import uuid
 from typing import Any, Callable, Dict, List, Optional
 
 from .._roles import Periodic, Role, run_until_signalled
-from .._util import Seconds, dumps, now_ms
+from .._util import Seconds, dumps, now_ms, well_formed
 from . import _options as opt
 from ._fetch import Fetcher, Slots
 from ._finish import Finisher
@@ -343,14 +343,15 @@ class GroupWorker:
         q = self.queue
         now = now_ms()
         backoff_ms = opt.retry_delay_ms(self._backoff(job.attempts_made + 1))
-        stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        stack = well_formed("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+        reason = well_formed(str(exc))      # written as it is: as Node's UTF-8 encoding does
         reply = q.run_script("fail", job.id, job.group_id, self.token, now, backoff_ms,
-                             q.keep_failed, str(exc), type(exc).__name__, stack, started)
+                             q.keep_failed, reason, type(exc).__name__, stack, started)
         if not reply[0]:
             log.warning("group job %s failed after it stopped being ours", job.id)
             return
         job.status = "failed" if reply[0] == "failed" else "delayed" if backoff_ms else "waiting"
-        job.attempts_made, job.failed_reason, job.stacktrace = int(reply[1]), str(exc), stack
+        job.attempts_made, job.failed_reason, job.stacktrace = int(reply[1]), reason, stack
         with self._lock:
             self._processed += 1
         self._emit("failed", job, exc)

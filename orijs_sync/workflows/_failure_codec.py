@@ -15,6 +15,7 @@ import json
 import re
 from typing import Any, List, Mapping, Optional, Sequence
 
+from .._util import dumps, well_formed
 from .errors import RollbackFailedError, StepFailedError, WorkflowFailedError
 
 __all__ = ["ORIJS_ERROR_PREFIX", "STEP_ERROR_NAME", "encode_failure", "decode_failure",
@@ -36,14 +37,14 @@ def encode_failure(step_name: Optional[str], error_type: str, message: str,
     completion failed (primary named after the error's type, without stepName)."""
     text = step_failure_message(step_name, message) if step_name else message
     if not rollback_errors:
-        return text
+        return well_formed(text)        # stored as it is: as Node's UTF-8 encoding does
     primary = {"name": STEP_ERROR_NAME if step_name else error_type, "message": text}
     if step_name:
         primary["stepName"] = step_name
     payload = {"primary": primary,
                "rollbacks": [{"name": e.error_type, "message": e.message}
                              for e in rollback_errors]}
-    return ORIJS_ERROR_PREFIX + json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return ORIJS_ERROR_PREFIX + dumps(payload, "workflow failure")
 
 
 def decode_failure(workflow_name: str, flow_id: str, text: str,

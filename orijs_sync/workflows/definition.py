@@ -152,26 +152,37 @@ class Workflow:
         return self
 
     def parallel(self, *items: ParallelItem) -> "Workflow":
-        """Append a group of steps run concurrently: ``(name, handler)``,
+        """Append a group of two or more steps run concurrently: ``(name, handler)``,
         ``(name, handler, rollback)``, :class:`StepDef` or, declared only, ``name``
-        items (at least one)."""
-        if not items:
-            raise errors.InvalidArgument("parallel() needs at least one (name, handler) step")
+        items. One step alone is :meth:`step`."""
         steps: List[StepDef] = []
         for i, item in enumerate(items):
-            if isinstance(item, str):
-                steps.append(self._make(item, None, None, None, None, pending=steps))
-            elif isinstance(item, StepDef):
-                steps.append(self._make(item.name, item.handler, item.rollback, item.attempts,
-                                        item.backoff, pending=steps))
-            elif isinstance(item, tuple) and len(item) in (2, 3):
-                rollback = item[2] if len(item) == 3 else None
-                steps.append(self._make(item[0], item[1], rollback, None, None, pending=steps))
-            else:
-                raise errors.InvalidArgumentType(f"parallel() item {i} must be (name, handler) or "
-                                                 f"(name, handler, rollback), not {item!r}")
+            steps.append(self._parallel_step(item, f"items[{i}]", steps))
+        if len(steps) < 2:
+            raise errors.InvalidArgument(
+                f"parallel() runs two or more steps side by side (items), got {len(steps)}"
+                f"{': ' + repr(items[0]) if items else ''}; one step alone is .step()",
+                "items", items)
         self.groups.append(StepGroup("parallel", tuple(steps)))
         return self
+
+    def _parallel_step(self, item: Any, arg: str, pending: Sequence[StepDef]) -> StepDef:
+        if isinstance(item, str):
+            return self._make(item, None, None, None, None, pending=pending)
+        if isinstance(item, StepDef):
+            return self._make(item.name, item.handler, item.rollback, item.attempts,
+                              item.backoff, pending=pending)
+        if not (isinstance(item, tuple) and len(item) in (2, 3)):
+            raise errors.InvalidArgumentType(
+                f"parallel() {arg} must be (name, handler), (name, handler, rollback), a "
+                f"StepDef or a step name, not {item!r}", arg, item)
+        if not callable(item[1]):     # None too: a step without handler is its name alone
+            raise errors.InvalidArgumentType(
+                f"parallel() {arg} {item!r}: the handler must be callable: handler(ctx) -> "
+                "result (a step declared without a handler is given by its name alone)",
+                arg, item)
+        rollback = item[2] if len(item) == 3 else None
+        return self._make(item[0], item[1], rollback, None, None, pending=pending)
 
     def _make(self, name: str, handler: Optional[StepHandler],
               rollback: Optional[RollbackHandler], attempts: Optional[int], backoff: Any,

@@ -110,6 +110,25 @@ def test_job_scheduler_runs_on_a_cluster(cluster_conn, spread_names):
         assert queue.get_job_schedulers_count() == 1
 
 
+def test_an_error_reply_on_a_cluster_is_a_library_error(cluster_conn, rc, spread_names):
+    """WRONGTYPE from a job read, a count and a script: errors.RedisError (redis-py's
+    as __cause__), as on one Redis; a script flush still reloads (NOSCRIPT is not one)."""
+    name = spread_names(1)[0]
+    with Queue(name, connection=cluster_conn) as queue:
+        rc.set(queue.keys.job("7"), "not a hash")
+        rc.set(queue.keys.wait, "not a list")
+        calls = [lambda: queue.get_job("7"), lambda: queue.get_job_counts("waiting"),
+                 lambda: queue.add("x", {})]
+        for call in calls:
+            with pytest.raises(errors.RedisError, match="WRONGTYPE") as excinfo:
+                call()
+            assert isinstance(excinfo.value.__cause__, redis.exceptions.ResponseError)
+            assert "cluster" in str(excinfo.value)
+        rc.delete(queue.keys.wait)
+        rc.execute_command("SCRIPT", "FLUSH", target_nodes=RedisCluster.ALL_NODES)
+        assert queue.add("x", {}).id
+
+
 def test_scripts_reload_after_a_script_flush(cluster_conn, rc, spread_names):
     name = spread_names(1)[0]
     with Queue(name, connection=cluster_conn) as queue:

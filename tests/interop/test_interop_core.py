@@ -16,6 +16,7 @@ import pytest
 
 from orijs_sync import Job, Queue, QueueEvents, Worker
 from orijs_sync.errors import JobFailed
+from orijs_sync.testing import wait_until
 
 GUARD = 30.0  # seconds: how long a wait may take before the test fails
 
@@ -404,3 +405,41 @@ def test_job_counts_agree_on_a_queue_both_sides_used(node, redis_url, namespace)
         # Counts of chosen types agree too.
         wanted = ["completed", "failed", "delayed", "prioritized"]
         assert queue.get_job_counts(*wanted) == node("counts", queue=name, types=wanted)
+
+
+# ---------------------------------------------------------------------------
+# Lone surrogates (half of a UTF-16 pair, which JavaScript strings may hold)
+# ---------------------------------------------------------------------------
+
+LONE = "\ud83d"
+CUT = {"t": LONE, "k" + LONE: [LONE + "x", "\u00e9\U0001F600"]}
+
+
+def test_lone_surrogates_are_stored_and_read_alike_on_both_sides(node, redis_url, namespace):
+    """Data and return values holding a lone surrogate: each side writes the JSON the
+    other writes and reads the other's back equal (the driver's JSON carries the JS
+    strings exactly); a failedReason holding one gets U+FFFD on both sides."""
+    name = f"interop-{namespace}"
+    with Queue(name, connection=redis_url) as queue:
+        py_job = queue.add("send", CUT)
+        node_id = node("add", queue=name, name="send", data=CUT)["id"]
+        assert node("getJob", queue=name, id=py_job.id)["data"] == CUT
+        assert queue.get_job(node_id).data == CUT
+        raw = queue.client
+        assert raw.hget(queue.keys.job(py_job.id), "data") == \
+            raw.hget(queue.keys.job(node_id), "data")
+        node_fail = node("add", queue=name, name="fail", data={"message": "bad " + LONE})["id"]
+        outcomes = by_id(node("work", queue=name, count=3)["results"])
+        assert outcomes[py_job.id]["returnvalue"] == {"echo": CUT}
+        assert queue.get_job(py_job.id).returnvalue == {"echo": CUT}
+        py_fail = queue.add("fail", {"message": "bad " + LONE})
+        py_back = queue.add("send", {"echo": CUT})
+        with Worker(name, lambda job: job.data if job.name == "send" else python_handler(job),
+                    connection=redis_url):
+            wait_until(lambda: (queue.get_job_state(py_fail.id), queue.get_job_state(py_back.id))
+                       == ("failed", "completed"), GUARD, "python's two jobs")
+        assert node("getJob", queue=name, id=py_back.id)["returnvalue"] == {"echo": CUT}
+        assert raw.hget(queue.keys.job(py_back.id), "returnvalue") == \
+            raw.hget(queue.keys.job(py_job.id), "returnvalue")
+        assert queue.get_job(py_fail.id).failed_reason == \
+            queue.get_job(node_fail).failed_reason == "bad \ufffd"

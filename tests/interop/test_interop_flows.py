@@ -11,6 +11,8 @@ import threading
 import time
 from typing import Any, Dict, List
 
+import redis
+
 from orijs_sync import FlowProducer, Job, JobNode, Queue, QueueEvents, Worker
 
 GUARD = 30.0
@@ -175,6 +177,37 @@ def test_ignored_failures_agree(node, redis_url, namespace):
     assert seen["values"] == {needed: {"echo": {"k": 1}, "children": {}, "ignored": {}}}
     info = node("flowInfo", queue=top_q, id=tree.job.id)
     assert info["ignored"] == seen["ignored"] and info["childrenValues"] == seen["values"]
+
+
+def wait_order(redis_url: str, name: str) -> List[str]:
+    """The job names of a queue's wait list in the order workers take them."""
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        ids = client.lrange(f"bull:{name}:wait", 0, -1)[::-1]    # taken from the right
+        return [client.hget(f"bull:{name}:{i}", "name") for i in ids]
+    finally:
+        client.close()
+
+
+def test_a_parent_made_ready_is_next_in_line_on_both_sides(node, redis_url, namespace):
+    """Node's worker and Python's finish the same flow's last child, with jobs waiting
+    in the parent's queue: both put the parent where it is taken next (BullMQ's RPUSH)."""
+    names = {side: (f"top-{side}-{namespace}", f"steps-{side}-{namespace}")
+             for side in ("node", "py")}
+    with FlowProducer(connection=redis_url) as flows:
+        for top_q, step_q in names.values():
+            flows.add({"name": "order", "queue_name": top_q,
+                       "children": [{"name": "charge", "queue_name": step_q}]})
+            with Queue(top_q, connection=redis_url) as top:
+                for i in range(3):
+                    top.add(f"plain-{i}", {})
+    run_final(node("workFlow", queue=names["node"][1], count=1))
+    with Worker(names["py"][1], py_handler, connection=redis_url):
+        wait_until(lambda: len(wait_order(redis_url, names["py"][0])) == 4,
+                   what="the parent in wait")
+    expected = ["order", "plain-0", "plain-1", "plain-2"]
+    assert wait_order(redis_url, names["node"][0]) == expected      # BullMQ's own order
+    assert wait_order(redis_url, names["py"][0]) == expected
 
 
 # ---------------------------------------------------------------------------

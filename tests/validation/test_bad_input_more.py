@@ -1,5 +1,6 @@
 """The entry points the property suite does not drive: Job's constructor and writes,
-move_to_waiting_children's child, and the event layer's parts built directly."""
+move_to_waiting_children's child, the event layer's parts built directly, and
+Workflow.parallel's items."""
 from __future__ import annotations
 
 import pytest
@@ -7,6 +8,7 @@ import pytest
 from orijs_sync import Job, Worker, errors
 from orijs_sync.events import CompletionTracker, ScheduledEventManager
 from orijs_sync.testing import wait_until
+from orijs_sync.workflows import StepDef, Workflow
 
 
 def keyspace(r):
@@ -66,3 +68,27 @@ def test_event_parts_built_directly_check_their_arguments(redis_url, make, arg):
     with pytest.raises(errors.ValidationError) as info:
         make(redis_url)
     assert arg in str(info.value)
+
+
+def noop(ctx):
+    return None
+
+
+@pytest.mark.parametrize("items, error, arg", [
+    ((("a", None),), errors.InvalidArgumentType, "items[0]"),       # a handler that is None
+    ((("a", noop), ("b", None, noop)), errors.InvalidArgumentType, "items[1]"),
+    ((("a", "noop"),), errors.InvalidArgumentType, "items[0]"),
+    (("a",), errors.InvalidArgument, "items"),                      # a group of one
+    (((("a", noop)),), errors.InvalidArgument, "items"),
+    ((StepDef("a", noop),), errors.InvalidArgument, "items"),
+    ((), errors.InvalidArgument, "items"),
+    ((["a", noop], ("b", noop)), errors.InvalidArgumentType, "items[0]"),
+])
+def test_workflow_parallel_names_the_bad_item(items, error, arg):
+    workflow = Workflow("Par").step("first", noop)
+    with pytest.raises(error) as info:
+        workflow.parallel(*items)
+    assert info.value.argument == arg and arg in str(info.value)
+    assert workflow.shape() == [("sequential", ["first"])]     # nothing was added
+    declared = Workflow("Shape").parallel("a", "b").parallel(("c", noop), StepDef("d", noop))
+    assert declared.shape() == [("parallel", ["a", "b"]), ("parallel", ["c", "d"])]
