@@ -94,9 +94,10 @@ def test_emit_through_network_faults(proxy, proxied_url, redis_url, namespace):
         check = Queue(provider.queue_manager.get_queue_name(EVENT), connection=redis_url)
         stack.callback(check.close)
         keys = check.keys
-        stack.callback(schedule.stop)
         threads = [threading.Thread(target=emitter, args=(timeout,), name=f"emitter-{timeout}")
                    for timeout in EMIT_TIMEOUTS]
+        stack.callback(lambda: [t.join(30) for t in threads if t.ident is not None])
+        stack.callback(schedule.stop)          # first: the emitters end with the schedule
         schedule.start()
         for thread in threads:
             thread.start()

@@ -20,7 +20,8 @@ from orijs_sync.workflows.handle import FlowHandle
 
 SEED = 33_003
 FLOW_TIMEOUT = 8.0
-STALL = 5.0               # the provider's stall interval (its minimum): lock and stalled check
+STALL = 7.0               # the provider's stall interval: lock and stalled check; a 3 s hold
+#                           never outlasts a lock renewed every 3.5 s
 STEPS = ("validate", "charge", "ship")
 
 
