@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import random
-import threading
 import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
@@ -21,7 +20,7 @@ from tenacity import (
 from . import _validate as check
 from . import errors
 from ._local import LOCAL
-from ._util import dumps, now_ms
+from ._util import Counter, dumps, now_ms
 from .job import Job
 from .job_scheduler import schedule_next
 from .options import keep_jobs
@@ -106,8 +105,7 @@ class JobRunner:
     def __init__(self, worker: "Worker") -> None:
         self.w = worker
         self.keys = worker.keys
-        self._token_lock = threading.Lock()  # guards _next_token
-        self._next_token = 1
+        self._tokens = Counter()
 
     def run_script(self, name: str, keys: List[str], args: List[Any]) -> Any:
         """Run a finishing script, retrying through a Redis blip for up to one lock
@@ -132,9 +130,7 @@ class JobRunner:
         ``{worker id}:{n}``: this reserves ``count`` numbers from ``tokenStart``, and the
         script makes the token of each job it takes (a take of one job out of 16 asked
         for no longer sends, and decodes, 16 tokens)."""
-        with self._token_lock:
-            start = self._next_token
-            self._next_token += count
+        start = self._tokens.take(count)
         opts: Dict[str, Any] = {"tokenBase": f"{self.w.id}:", "tokenStart": start,
                                 "lockDuration": self.w.lock_duration_ms}
         if self.w.limiter:

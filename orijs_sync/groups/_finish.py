@@ -30,12 +30,13 @@ class Finisher:
     ``on_error(exc)`` when a call failed (its jobs' slots are freed; the stalled
     check recovers those jobs)."""
 
-    def __init__(self, queue: "GroupQueue", token: str, chain: Callable[[], bool],
+    def __init__(self, queue: "GroupQueue", new_token: Callable[[], str],
+                 chain: Callable[[], bool],
                  on_next: Callable[[GroupJob], None],
                  on_done: Callable[[GroupJob, Any, bool], None], on_free: Callable[[], None],
                  on_error: Callable[[BaseException], None]) -> None:
         self.queue = queue
-        self.token = token
+        self.new_token = new_token          # the token of the next jobs a call takes
         self.chain = chain
         self.on_next = on_next
         self.on_done = on_done
@@ -88,14 +89,15 @@ class Finisher:
     def _finish(self, batch: List[Done]) -> None:
         q = self.queue
         now = now_ms()
-        args: List[Any] = [self.token, now, q.job_timeout_ms, q.keep_completed,
+        token = self.new_token()
+        args: List[Any] = [token, now, q.job_timeout_ms, q.keep_completed,
                            "1" if self.chain() else "0"]
         for job, _, text, started in batch:
             fields = "" if not q.keep_completed else dumps(
                 ["processedOn", str(started), "finishedOn", str(now), "attempts",
                  str(job.attempts_made), "maxAttempts", str(job.max_attempts),
                  "returnvalue", text])
-            args += [job.id, job.group_id, fields]
+            args += [job.id, job.group_id, job.token, fields]
         replies = q.run_hot("complete", *args)
         for (job, result, _, _), reply in zip(batch, replies):
             if reply == 0:
@@ -106,6 +108,6 @@ class Finisher:
                 job.status, job.returnvalue, job.finished_on = "completed", result, now
                 self.on_done(job, result, True)
             if isinstance(reply, list):
-                self.on_next(GroupJob.from_reply(reply, self.queue))
+                self.on_next(GroupJob.from_reply(reply, self.queue, token))
             else:
                 self.on_free()

@@ -22,7 +22,7 @@ import uuid
 from typing import Any, Callable, Dict, List, Optional
 
 from .._roles import Periodic, Role, run_until_signalled
-from .._util import Seconds, dumps, now_ms
+from .._util import Counter, Seconds, dumps, now_ms
 from . import _options as opt
 from ._fetch import Fetcher, Slots
 from ._finish import Finisher
@@ -67,7 +67,8 @@ class GroupWorker:
         self.scheduler_interval = self._seconds(scheduler_interval or default_tick,
                                                 "scheduler_interval")
         self.heartbeat_interval = min(queue.job_timeout_ms / 3000.0, 10.0)
-        self.token = uuid.uuid4().hex
+        self.id = uuid.uuid4().hex               # the worker; each run's token is id:n
+        self._tokens = Counter()
         self._listeners: Dict[str, List[Callable[..., None]]] = {name: [] for name in EVENTS}
         self._lock = threading.Lock()            # guards _held, _current, _state, _listeners,
         #                                          _last_pickup, _processed
@@ -84,13 +85,18 @@ class GroupWorker:
         self._shutdown_requested = threading.Event()
         self._handlers: List[threading.Thread] = []
         self._fetcher: Optional[Fetcher] = None
-        self._finisher = Finisher(queue, self.token, lambda: not self._fetch_stop.is_set(),
+        self._finisher = Finisher(queue, self._new_token, lambda: not self._fetch_stop.is_set(),
                                   self._chained, self._completed, self._slots.release,
                                   lambda exc: self._emit("error", exc))
         self._roles: List[Role] = []
-        self._ordering = GraceCollector(queue, self.token, self._roles_stop)
+        self._ordering = GraceCollector(queue, self._new_token, self._roles_stop)
         self._groups_cursor = "0"                # owned by the stalled role's thread
         self._pid = os.getpid()                  # the process whose threads these are
+
+    def _new_token(self) -> str:
+        """The token of one reservation: every run of a job holds its own, so a late
+        write of an earlier run is refused (BullMQ's ``{worker id}:{n}`` form)."""
+        return f"{self.id}:{self._tokens.take()}"
 
     @staticmethod
     def _seconds(value: Seconds, name: str) -> float:
@@ -157,7 +163,7 @@ class GroupWorker:
                                       name=f"orijs-group-handler-{name}-{i}")
             thread.start()
             self._handlers.append(thread)
-        self._fetcher = Fetcher(self._fetch_stop, self.queue, self.token, self._slots,
+        self._fetcher = Fetcher(self._fetch_stop, self.queue, self._new_token, self._slots,
                                 self._dispatch, self.block_timeout)
         self._roles = [
             Periodic(self._roles_stop, "group-heartbeat", self.heartbeat_interval,
@@ -293,7 +299,7 @@ class GroupWorker:
                 handed_over = self._process(job)
             except Exception as exc:  # noqa: BLE001 - Redis failed; the thread must live on
                 log.warning("group job %s: %s (the stalled check recovers it)", job.id, exc)
-                self._forget(job.id)
+                self._forget(job)
                 self._emit("error", exc)
                 handed_over = False
             if not handed_over:
@@ -311,21 +317,29 @@ class GroupWorker:
             result = self.handler(job)
             text = dumps(result, f"return value of group job {job.id}")
         except Exception as exc:  # noqa: BLE001 - the handler's failure is the job's
-            self._forget(job.id)
+            self._forget(job)
             self._fail(job, exc, started)
             return False
         with self._lock:
-            self._current.pop(job.id, None)
+            self._stopped_running(job)
         self._finisher.put((job, result, text, started))
         return True
 
-    def _forget(self, job_id: str) -> None:
+    def _stopped_running(self, job: GroupJob) -> None:
+        """Under ``_lock``: this run of ``job`` no longer runs (a later run of the same
+        job, recovered meanwhile and taken again, keeps its entry)."""
+        if self._current.get(job.id, (None, 0))[0] is job:
+            del self._current[job.id]
+
+    def _forget(self, job: GroupJob) -> None:
+        """This run of ``job`` is no longer held (nor heartbeated) by this worker."""
         with self._lock:
-            self._current.pop(job_id, None)
-            self._held.pop(job_id, None)
+            self._stopped_running(job)
+            if self._held.get(job.id) is job:
+                del self._held[job.id]
 
     def _completed(self, job: GroupJob, result: Any, ok: bool) -> None:
-        self._forget(job.id)
+        self._forget(job)
         if ok:
             with self._lock:
                 self._processed += 1
@@ -344,7 +358,7 @@ class GroupWorker:
         now = now_ms()
         backoff_ms = opt.retry_delay_ms(self._backoff(job.attempts_made + 1))
         stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        reply = q.run_script("fail", job.id, job.group_id, self.token, now, backoff_ms,
+        reply = q.run_script("fail", job.id, job.group_id, job.token, now, backoff_ms,
                              q.keep_failed, str(exc), type(exc).__name__, stack, started)
         if not reply[0]:
             log.warning("group job %s failed after it stopped being ours", job.id)
@@ -368,11 +382,11 @@ class GroupWorker:
 
     def _heartbeat(self) -> None:
         with self._lock:
-            ids = list(self._held)
-        if not ids:
+            held = list(self._held.values())
+        if not held:
             return
-        lost = self.queue.run_script("heartbeat", now_ms(), self.queue.job_timeout_ms,
-                                     self.token, *ids)
+        pairs = [value for job in held for value in (job.id, job.token)]
+        lost = self.queue.run_script("heartbeat", now_ms(), self.queue.job_timeout_ms, *pairs)
         for job_id in lost:
             with self._lock:
                 still_held = job_id in self._held

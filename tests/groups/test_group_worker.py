@@ -196,7 +196,7 @@ def test_late_finish_of_a_recovered_job_is_refused(gq):
     assert gq.run_script("stalled", int(time.time() * 1000), 0, 5, 100) == ["j", "g", "recovered"]
     again = gq.run_script("reserve", int(time.time() * 1000), 10_000, 1, "", "tok-b", 100)
     assert again[0][0] == "j"
-    late = gq.run_script("complete", "tok-a", 1, 100, 0, "1", "j", "g", "[]")
+    late = gq.run_script("complete", "tok-c", 1, 100, 0, "1", "j", "g", "tok-a", "[]")
     assert late == [0]
     assert gq.get_job("j").status == "active"
 
@@ -352,11 +352,12 @@ def test_completing_takes_the_groups_next_job_in_the_same_call(gq):
     (reply,) = gq.run_script("reserve", now, 10_000, 1, "", "t", 100)
     assert reply[0] == "first"
     fields = '["returnvalue","1"]'
-    (nxt,) = gq.run_script("complete", "t", now, 10_000, 0, "1", "first", "g", fields)
+    (nxt,) = gq.run_script("complete", "t2", now, 10_000, 0, "1", "first", "g", "t", fields)
     assert GroupJob.from_reply(nxt).id == "second"
     assert gq.get_job("second").status == "active"
     assert gq.get_job("first") is None                      # keep_completed=0
-    assert gq.run_script("complete", "t", now, 10_000, 0, "1", "second", "g", "[]") == [1]
+    assert gq.run_script("complete", "t3", now, 10_000, 0, "1", "second", "g", "t2",
+                         "[]") == [1]
     assert gq.is_empty()
 
 
