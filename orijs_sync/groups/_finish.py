@@ -7,6 +7,7 @@ import queue as queue_module
 import threading
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
 
+from .._locks import write_through_blip
 from .._util import dumps, now_ms
 from .job import GroupJob
 
@@ -23,12 +24,14 @@ Done = Tuple[GroupJob, Any, str, int]
 
 class Finisher:
     """Owns one thread; ``put`` hands it a finished job, ``stop`` (after every handler
-    thread ended) makes it drain and exit. Callbacks run on its thread:
-    ``on_next(job)`` for a chained next job (the slot stays taken),
-    ``on_done(job, result, ok)`` for each job (``ok`` False when it
-    was no longer this worker's), ``on_free()`` for each slot freed,
-    ``on_error(exc)`` when a call failed (its jobs' slots are freed; the stalled
-    check recovers those jobs)."""
+    thread ended) makes it drain and exit. Each call is retried through a Redis blip
+    for up to the queue's job timeout (``write_through_blip``; the worker heartbeats
+    the jobs meanwhile). Callbacks run on its thread: ``on_next(job)`` for a chained
+    next job (the slot stays taken), ``on_done(job, result, ok)`` for each job (``ok``
+    False when it was no longer this worker's, or its write was given up: the worker
+    then no longer holds it), ``on_free()`` for each slot freed, ``on_error(exc)`` when
+    a call was given up (its jobs are dropped and their slots freed; the stalled check
+    recovers those jobs)."""
 
     def __init__(self, queue: "GroupQueue", new_token: Callable[[], str],
                  chain: Callable[[], bool],
@@ -81,10 +84,15 @@ class Finisher:
             try:
                 self._finish(batch)
             except Exception as exc:  # noqa: BLE001 - the thread must survive any error
-                log.warning("finishing %d group jobs failed: %s", len(batch), exc)
-                self.on_error(exc)
-                for _ in batch:
-                    self.on_free()
+                self._given_up(batch, exc)
+
+    def _given_up(self, batch: List[Done], exc: BaseException) -> None:
+        log.warning("finishing %d group jobs failed, given up: %s (the stalled check "
+                    "recovers them)", len(batch), exc)
+        self.on_error(exc)
+        for job, result, _, _ in batch:
+            self.on_done(job, result, False)       # no longer held nor heartbeated
+            self.on_free()
 
     def _finish(self, batch: List[Done]) -> None:
         q = self.queue
@@ -98,7 +106,8 @@ class Finisher:
                  str(job.attempts_made), "maxAttempts", str(job.max_attempts),
                  "returnvalue", text])
             args += [job.id, job.group_id, job.token, fields]
-        replies = q.run_hot("complete", *args)
+        replies = write_through_blip(lambda: q.run_hot("complete", *args),
+                                     q.job_timeout_ms / 1000.0)
         for (job, result, _, _), reply in zip(batch, replies):
             if reply == 0:
                 log.warning("group job %s finished after it stopped being ours (stalled and "

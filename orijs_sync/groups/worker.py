@@ -175,6 +175,7 @@ class GroupWorker:
         ]
         for role in [self._fetcher] + self._roles:
             role.on_error = lambda exc: self._emit("error", exc)  # type: ignore[method-assign]
+            role.probe = self.queue.connection.ping   # resume at once after an outage
             role.start(f"orijs-{role.name}-{name}")
         self._emit("ready")
         return self
