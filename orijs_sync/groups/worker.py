@@ -21,6 +21,7 @@ import traceback
 import uuid
 from typing import Any, Callable, Dict, List, Optional
 
+from .._locks import write_through_blip
 from .._roles import Periodic, Role, run_until_signalled
 from .._util import Counter, Seconds, dumps, now_ms
 from . import _options as opt
@@ -318,7 +319,8 @@ class GroupWorker:
             result = self.handler(job)
             text = dumps(result, f"return value of group job {job.id}")
         except Exception as exc:  # noqa: BLE001 - the handler's failure is the job's
-            self._forget(job)
+            with self._lock:
+                self._stopped_running(job)
             self._fail(job, exc, started)
             return False
         with self._lock:
@@ -359,8 +361,13 @@ class GroupWorker:
         now = now_ms()
         backoff_ms = opt.retry_delay_ms(self._backoff(job.attempts_made + 1))
         stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        reply = q.run_script("fail", job.id, job.group_id, job.token, now, backoff_ms,
-                             q.keep_failed, str(exc), type(exc).__name__, stack, started)
+        try:       # retried through a blip while the heartbeat keeps the job
+            reply = write_through_blip(
+                lambda: q.run_script("fail", job.id, job.group_id, job.token, now, backoff_ms,
+                                     q.keep_failed, str(exc), type(exc).__name__, stack,
+                                     started), q.job_timeout_ms / 1000.0)
+        finally:
+            self._forget(job)
         if not reply[0]:
             log.warning("group job %s failed after it stopped being ours", job.id)
             return

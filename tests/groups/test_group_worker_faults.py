@@ -134,3 +134,26 @@ def test_a_completion_given_up_is_not_heartbeated_and_the_stalled_check_recovers
         wait_until(lambda: completed == ["J"], 30, "J recovered and run again")
     assert stalled == ["J"] and handler.runs() == ["J", "J"]
     gq.close()
+
+
+def test_a_failure_is_written_through_a_redis_outage(own_redis, gname):
+    """The handler raises while Redis refuses connections: the failed attempt is
+    written once Redis is back (retried, not dropped), and the job's retry runs."""
+    gq = GroupQueue(gname, connection=own_redis.url, job_timeout=10, max_attempts=2)
+    gq.add(group_id="g", data={}, job_id="J")
+    handler = Runs(failing=[1])
+    seen: List[Any] = []
+    with GroupWorker(gq, handler, backoff=0, stalled_interval=60) as w:
+        w.on("failed", lambda job, exc: seen.append(("failed", job.id, job.attempts_made)))
+        w.on("completed", lambda job, result: seen.append(("completed", job.id)))
+        wait_until(lambda: handler.runs() == ["J"], 30, "J running")
+        own_redis.halt()
+        handler.let_go(1)
+        wait_until(lambda: handler.done() == 1, 30, "J's handler raised")
+        time.sleep(OUTAGE)                 # the outage goes on: the write fails meanwhile
+        own_redis.restart()
+        handler.let_go(2)
+        wait_until(lambda: len(seen) == 2, 30, "J's failed attempt, then its retry")
+    assert seen == [("failed", "J", 1), ("completed", "J")]
+    assert handler.runs() == ["J", "J"] and gq.is_empty()
+    gq.close()
