@@ -13,7 +13,6 @@ waits out GroupMQ's grace collection for its job's group (``_ordering``).
 from __future__ import annotations
 
 import logging
-import os
 import queue as queue_module
 import threading
 import time
@@ -21,6 +20,7 @@ import traceback
 import uuid
 from typing import Any, Callable, Dict, List, Optional
 
+from .. import _fork
 from .._locks import write_through_blip
 from .._roles import Periodic, Role, run_until_signalled
 from .._util import Counter, Seconds, dumps, now_ms
@@ -68,16 +68,21 @@ class GroupWorker:
         self.scheduler_interval = self._seconds(scheduler_interval or default_tick,
                                                 "scheduler_interval")
         self.heartbeat_interval = min(queue.job_timeout_ms / 3000.0, 10.0)
+        self._listeners: Dict[str, List[Callable[..., None]]] = {name: [] for name in EVENTS}
+        self._state = "new"
+        self._last_pickup = 0                    # epoch ms of the last job taken
+        self._processed = 0                      # jobs finished (completed or failed)
+        self._fresh()
+        _fork.track(self)
+
+    def _fresh(self) -> None:
+        """The worker's identity, locks, threads and held jobs, none yet."""
         self.id = uuid.uuid4().hex               # the worker; each run's token is id:n
         self._tokens = Counter()
-        self._listeners: Dict[str, List[Callable[..., None]]] = {name: [] for name in EVENTS}
         self._lock = threading.Lock()            # guards _held, _current, _state, _listeners,
         #                                          _last_pickup, _processed
         self._held: Dict[str, GroupJob] = {}     # reserved by this worker, not finished
         self._current: Dict[str, "tuple[GroupJob, int]"] = {}   # running: (job, started ms)
-        self._state = "new"
-        self._last_pickup = 0                    # epoch ms of the last job taken
-        self._processed = 0                      # jobs finished (completed or failed)
         self._slots = Slots(self.concurrency)
         self._jobs: "queue_module.SimpleQueue[Optional[GroupJob]]" = \
             queue_module.SimpleQueue()
@@ -86,13 +91,22 @@ class GroupWorker:
         self._shutdown_requested = threading.Event()
         self._handlers: List[threading.Thread] = []
         self._fetcher: Optional[Fetcher] = None
-        self._finisher = Finisher(queue, self._new_token, lambda: not self._fetch_stop.is_set(),
-                                  self._chained, self._completed, self._slots.release,
+        self._finisher = Finisher(self.queue, self._new_token,
+                                  lambda: not self._fetch_stop.is_set(), self._chained,
+                                  self._completed, self._slots.release,
                                   lambda exc: self._emit("error", exc))
         self._roles: List[Role] = []
-        self._ordering = GraceCollector(queue, self._new_token, self._roles_stop)
+        self._ordering = GraceCollector(self.queue, self._new_token, self._roles_stop)
         self._groups_cursor = "0"                # owned by the stalled role's thread
-        self._pid = os.getpid()                  # the process whose threads these are
+
+    def _after_fork_in_child(self) -> None:
+        """A forked child's copy is a worker of its own: a new id (so its runs' tokens
+        are its own), fresh locks, no threads nor held jobs. A started copy is inert
+        (its threads and jobs are the parent's): ``start()`` does nothing, ``close()``
+        returns at once. A never-started copy may start here."""
+        self._fresh()
+        if self._state == "running":
+            self._state = "forked"
 
     def _new_token(self) -> str:
         """The token of one reservation: every run of a job holds its own, so a late
@@ -195,12 +209,10 @@ class GroupWorker:
         if limit is not None and limit < 0:
             raise opt.GroupOptionError(f"timeout must be >= 0 seconds, not {timeout!r}")
         with self._lock:
-            if self._state == "closed":
+            if self._state in ("closed", "forked"):
+                self._state = "closed"         # a forked copy: nothing of it runs here
                 return True
             started, self._state = self._state != "new", "closed"
-        if os.getpid() != self._pid:
-            # A forked child's copy: its threads and held jobs are the parent's.
-            return True
         self._shutdown_requested.set()
         self._fetch_stop.set()
         finished = True
