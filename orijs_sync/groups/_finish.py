@@ -56,9 +56,16 @@ class Finisher:
         self._inbox.put(done)
 
     def stop(self, timeout: Optional[float]) -> bool:
+        """Drain and exit; joined, unless called on its own thread (from a listener:
+        it drains once that returns)."""
         self._inbox.put(None)
+        if self.is_current_thread():
+            return True
         self._thread.join(timeout)
         return not self._thread.is_alive()
+
+    def is_current_thread(self) -> bool:
+        return threading.current_thread() is self._thread
 
     def _take_batch(self) -> Tuple[List[Done], bool]:
         first = self._inbox.get()
@@ -89,10 +96,10 @@ class Finisher:
     def _given_up(self, batch: List[Done], exc: BaseException) -> None:
         log.warning("finishing %d group jobs failed, given up: %s (the stalled check "
                     "recovers them)", len(batch), exc)
-        self.on_error(exc)
         for job, result, _, _ in batch:
             self.on_done(job, result, False)       # no longer held nor heartbeated
             self.on_free()
+        self.on_error(exc)
 
     def _finish(self, batch: List[Done]) -> None:
         q = self.queue
@@ -108,6 +115,11 @@ class Finisher:
             args += [job.id, job.group_id, job.token, fields]
         replies = write_through_blip(lambda: q.run_hot("complete", *args),
                                      q.job_timeout_ms / 1000.0)
+        for reply in replies:      # every slot settled first, then the events
+            if isinstance(reply, list):
+                self.on_next(GroupJob.from_reply(reply, self.queue, token))
+            else:
+                self.on_free()
         for (job, result, _, _), reply in zip(batch, replies):
             if reply == 0:
                 log.warning("group job %s finished after it stopped being ours (stalled and "
@@ -116,7 +128,3 @@ class Finisher:
             else:
                 job.status, job.returnvalue, job.finished_on = "completed", result, now
                 self.on_done(job, result, True)
-            if isinstance(reply, list):
-                self.on_next(GroupJob.from_reply(reply, self.queue, token))
-            else:
-                self.on_free()

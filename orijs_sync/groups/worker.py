@@ -204,7 +204,9 @@ class GroupWorker:
         seconds in all, 30 by default as GroupMQ's ``close(gracefulTimeoutMs)``;
         ``None`` waits for them however long), join every thread. Idempotent.
         ``False`` when jobs were still running at the timeout: each is emitted as
-        ``graceful-timeout`` (no longer heartbeated: the stalled check recovers it)."""
+        ``graceful-timeout`` (no longer heartbeated: the stalled check recovers it).
+        From a listener running on one of the worker's threads it joins every other
+        thread, never its own, which ends once the listener returns."""
         limit = opt.seconds(timeout, "timeout")
         if limit is not None and limit < 0:
             raise opt.GroupOptionError(f"timeout must be >= 0 seconds, not {timeout!r}")
@@ -228,26 +230,43 @@ class GroupWorker:
 
     def _stop_threads(self, limit: Optional[float]) -> bool:
         """Fetcher first; then the held jobs finish (no more chaining), then the handler
-        threads and the finisher end, then the roles (heartbeats ran until now)."""
+        threads and the finisher end, then the roles (heartbeats ran until now). Called
+        on one of these threads (from a listener), it joins every other one; that one
+        ends on its own once the listener returns."""
         assert self._fetcher is not None
+        me = threading.current_thread()
         deadline = None if limit is None else time.monotonic() + limit
 
         def left() -> Optional[float]:
             return None if deadline is None else max(0.0, deadline - time.monotonic())
 
         self._slots.wake()
-        self._fetcher.interrupt()
-        self._fetcher.join(left())
-        finished = self._slots.wait_all_free(self.concurrency, left())
+        if not self._fetcher.is_current_thread():
+            self._fetcher.stop(deadline)       # interrupts its blocking pop until it ends
+        finished = self._wait_for_jobs(me, left())
         for _ in self._handlers:
             self._jobs.put(None)
-        finished = all([self._join(thread, left()) for thread in self._handlers]) and finished
+        others = [thread for thread in self._handlers if thread is not me]
+        finished = all([self._join(thread, left()) for thread in others]) and finished
         finished = self._finisher.stop(left()) and finished
         self._roles_stop.set()
         for role in self._roles:
-            role.join(left())
+            if not role.is_current_thread():
+                role.join(left())
         self._fetcher.close()
         return finished
+
+    def _wait_for_jobs(self, me: threading.Thread, limit: Optional[float]) -> bool:
+        """Wait until the held jobs are finished: every slot free but the one held by a
+        handler thread calling close (a ``failed`` or ``error`` listener, its own job's
+        outcome written). The finisher calling it cannot wait for writes that are its
+        own: joining the handler threads then waits for their jobs, and the finisher
+        writes them once its listener returns (its batch's slots are settled before its
+        ``completed`` events, so no job it chains is left behind)."""
+        if self._finisher.is_current_thread():
+            return True
+        held_here = 1 if me in self._handlers else 0
+        return self._slots.wait_all_free(self.concurrency - held_here, limit)
 
     @staticmethod
     def _join(thread: threading.Thread, limit: Optional[float]) -> bool:
