@@ -90,8 +90,8 @@ class Finisher:
                 continue
             try:
                 self._finish(batch)
-            except Exception as exc:  # noqa: BLE001 - the thread must survive any error
-                self._given_up(batch, exc)
+            except Exception:  # noqa: BLE001 - the thread must survive any error
+                log.exception("settling %d finished group jobs failed", len(batch))
 
     def _given_up(self, batch: List[Done], exc: BaseException) -> None:
         log.warning("finishing %d group jobs failed, given up: %s (the stalled check "
@@ -101,9 +101,10 @@ class Finisher:
             self.on_free()
         self.on_error(exc)
 
-    def _finish(self, batch: List[Done]) -> None:
+    def _write(self, batch: List[Done], now: int) -> Tuple[str, List[Any]]:
+        """The batch's completions in one call (through a blip); the token of the next
+        jobs it took, and its replies."""
         q = self.queue
-        now = now_ms()
         token = self.new_token()
         args: List[Any] = [token, now, q.job_timeout_ms, q.keep_completed,
                            "1" if self.chain() else "0"]
@@ -113,8 +114,16 @@ class Finisher:
                  str(job.attempts_made), "maxAttempts", str(job.max_attempts),
                  "returnvalue", text])
             args += [job.id, job.group_id, job.token, fields]
-        replies = write_through_blip(lambda: q.run_hot("complete", *args),
-                                     q.job_timeout_ms / 1000.0)
+        return token, write_through_blip(lambda: q.run_hot("complete", *args),
+                                         q.job_timeout_ms / 1000.0)
+
+    def _finish(self, batch: List[Done]) -> None:
+        now = now_ms()
+        try:
+            token, replies = self._write(batch, now)
+        except Exception as exc:  # noqa: BLE001 - given up: the stalled check recovers them
+            self._given_up(batch, exc)
+            return
         for reply in replies:      # every slot settled first, then the events
             if isinstance(reply, list):
                 self.on_next(GroupJob.from_reply(reply, self.queue, token))
