@@ -46,6 +46,8 @@ class Finisher:
         self.on_free = on_free
         self.on_error = on_error
         self._inbox: "queue_module.SimpleQueue[Optional[Done]]" = queue_module.SimpleQueue()
+        self._stop_lock = threading.Lock()    # guards _stopped and the stop marker's place
+        self._stopped = False
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name=f"orijs-group-finisher-{queue.name}")
 
@@ -53,12 +55,20 @@ class Finisher:
         self._thread.start()
 
     def put(self, done: Done) -> None:
-        self._inbox.put(done)
+        """Hand over a finished job; once stopped (``close`` called from inside a
+        handler, whose job ends after it), it is written on the calling thread."""
+        with self._stop_lock:
+            if not self._stopped:
+                self._inbox.put(done)
+                return
+        self._finish([done])
 
     def stop(self, timeout: Optional[float]) -> bool:
         """Drain and exit; joined, unless called on its own thread (from a listener:
         it drains once that returns)."""
-        self._inbox.put(None)
+        with self._stop_lock:
+            self._stopped = True
+            self._inbox.put(None)
         if self.is_current_thread():
             return True
         self._thread.join(timeout)

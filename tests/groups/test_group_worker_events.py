@@ -123,3 +123,30 @@ def test_close_from_a_listener_on_the_workers_own_thread(gq: GroupQueue, event: 
                    "every thread of the worker ended")
     finally:
         w.close()
+
+
+def test_close_from_inside_the_handler_still_writes_its_job(gq: GroupQueue) -> None:
+    """close() called by the handler itself returns; the calling job's outcome is still
+    written once the handler returns, and every thread of the worker ends."""
+    gq.add(group_id="g", data={"n": 0}, job_id="j")
+    outcome: List[Any] = []
+    completed: List[str] = []
+
+    def handler(job: Any) -> str:
+        try:
+            outcome.append(w.close(timeout=5))
+        except Exception as exc:  # noqa: BLE001 - the test reports it
+            outcome.append(exc)
+        return "done"
+    w = GroupWorker(gq, handler)
+    w.on("completed", lambda job, result: completed.append(job.id))
+    w.start()
+    try:
+        wait_until(lambda: bool(outcome), 30, "close() from the handler")
+        assert outcome == [True]
+        wait_until(lambda: completed == ["j"], 30, "the calling job's completion")
+        wait_until(lambda: not [t for t in orijs_threads() if gq.name in t.name], 30,
+                   "every thread of the worker ended")
+        assert gq.is_empty()
+    finally:
+        w.close()
