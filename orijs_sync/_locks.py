@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Set, Tuple, TypeVar
+
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from . import errors
 from ._util import script_json
@@ -29,11 +31,33 @@ log = logging.getLogger(__name__)
 
 RENEWALS_PER_LOCK = 4
 
+T = TypeVar("T")
+
 
 def lock_retry_interval(lock_seconds: float) -> float:
     """How often a failed lock renewal (or finishing write) is retried: a fiftieth of
     the lock, between 0.05 and 0.5 seconds."""
     return min(max(lock_seconds / 50.0, 0.05), 0.5)
+
+
+def write_through_blip(write: Callable[[], T], lock_seconds: float) -> T:
+    """Run a job's outcome write, retrying through a Redis blip for up to one lock
+    duration (``lock_seconds``), so that a finished job's outcome is not lost to a
+    reconnect. Retries come at most ``lock_retry_interval`` apart (the write lands as
+    soon as Redis is back) while the job's lock is kept; the last
+    ``errors.ConnectionError`` is raised when the lock duration has run out."""
+    try:
+        return write()
+    except errors.ConnectionError:
+        pass
+    retrying = Retrying(retry=retry_if_exception_type(errors.ConnectionError),
+                        wait=wait_exponential(multiplier=0.05,
+                                              max=lock_retry_interval(lock_seconds)),
+                        stop=stop_after_delay(lock_seconds), reraise=True)
+    for attempt in retrying:
+        with attempt:
+            return write()
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 class LockRenewer:

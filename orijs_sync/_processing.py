@@ -5,23 +5,17 @@ from __future__ import annotations
 
 import logging
 import random
-import threading
 import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import redis
-from tenacity import (
-    Retrying,
-    retry_if_exception_type,
-    stop_after_delay,
-    wait_exponential,
-)
 
 from . import _validate as check
 from . import errors
 from ._local import LOCAL
-from ._util import dumps, now_ms, script_json, well_formed
+from ._locks import write_through_blip
+from ._util import Counter, dumps, now_ms, script_json, well_formed
 from .job import Job
 from .job_scheduler import schedule_next
 from .options import keep_jobs
@@ -106,35 +100,20 @@ class JobRunner:
     def __init__(self, worker: "Worker") -> None:
         self.w = worker
         self.keys = worker.keys
-        self._token_lock = threading.Lock()  # guards _next_token
-        self._next_token = 1
+        self._tokens = Counter()
 
     def run_script(self, name: str, keys: List[str], args: List[Any]) -> Any:
-        """Run a finishing script, retrying through a Redis blip for up to one lock
-        duration, so that a finished job's outcome is not lost to a reconnect. Retries
-        come at most ``lock_retry_interval`` apart (the write lands as soon as Redis is
-        back) while the lock renewer keeps the job's lock."""
-        try:
-            return self.w._run_hot_script(name, keys, args)
-        except errors.ConnectionError:
-            pass
-        retrying = Retrying(retry=retry_if_exception_type(errors.ConnectionError),
-                            wait=wait_exponential(multiplier=0.05,
-                                                 max=self.w.lock_retry_interval),
-                            stop=stop_after_delay(self.w.lock_duration_ms / 1000.0), reraise=True)
-        for attempt in retrying:
-            with attempt:
-                return self.w._run_hot_script(name, keys, args)
-        raise AssertionError("unreachable")  # pragma: no cover
+        """Run a finishing script through a Redis blip (``write_through_blip``), while
+        the lock renewer keeps the job's lock."""
+        return write_through_blip(lambda: self.w._run_hot_script(name, keys, args),
+                                  self.w.lock_duration_ms / 1000.0)
 
     def fetch_opts(self, count: int) -> Dict[str, Any]:
         """Options of the scripts that take jobs. Lock tokens are BullMQ's form,
         ``{worker id}:{n}``: this reserves ``count`` numbers from ``tokenStart``, and the
         script makes the token of each job it takes (a take of one job out of 16 asked
         for no longer sends, and decodes, 16 tokens)."""
-        with self._token_lock:
-            start = self._next_token
-            self._next_token += count
+        start = self._tokens.take(count)
         opts: Dict[str, Any] = {"tokenBase": f"{self.w.id}:", "tokenStart": start,
                                 "lockDuration": self.w.lock_duration_ms}
         if self.w.limiter:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
 from datetime import timedelta
 from typing import Any, Callable, Optional, Union, overload
@@ -111,3 +112,18 @@ def run_logged(logger: logging.Logger, fn: Callable[..., Any], *args: Any) -> An
     except Exception:  # noqa: BLE001 - logged; the pool thread goes on with the next item
         logger.exception("%r failed on a background thread", fn)
         return None
+
+
+class Counter:
+    """Hands out increasing numbers to many threads (the suffixes of lock tokens)."""
+
+    def __init__(self, start: int = 1) -> None:
+        self._lock = threading.Lock()      # guards _next
+        self._next = start
+
+    def take(self, count: int = 1) -> int:
+        """Reserve ``count`` numbers; returns the first of them."""
+        with self._lock:
+            first = self._next
+            self._next += count
+        return first

@@ -5,8 +5,8 @@
   head becomes the group's active job for the same worker.
 
   KEYS[1] ns
-  ARGV[1] held job id  ARGV[2] group id  ARGV[3] token  ARGV[4] now (ms)
-  ARGV[5] visibility timeout (ms)
+  ARGV[1] held job id  ARGV[2] group id  ARGV[3] the held run's token  ARGV[4] now (ms)
+  ARGV[5] visibility timeout (ms)  ARGV[6] reservation token of the job taken instead
   Returns the reply of the job to run instead, or an empty list to keep the held job.
 ]]
 local rcall = redis.call
@@ -22,5 +22,5 @@ end
 if not gmRelease(ns, jobId, gid, token) then return {} end
 rcall("HSET", jobKey, "status", "waiting")
 rcall("ZADD", ns .. ":g:" .. gid, gmScore(jobKey), jobId)
-local job = gmTakeHead(ns, gid, tonumber(ARGV[4]), tonumber(ARGV[5]), token)
+local job = gmTakeHead(ns, gid, tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6])
 return job or {}

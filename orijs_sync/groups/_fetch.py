@@ -56,21 +56,22 @@ class Slots:
 class Fetcher(Role):
     name = "group-fetcher"
 
-    def __init__(self, stop_event: threading.Event, queue: "GroupQueue", token: str,
-                 slots: Slots, dispatch: Callable[[List[GroupJob]], None],
-                 block_timeout: float) -> None:
+    def __init__(self, stop_event: threading.Event, queue: "GroupQueue",
+                 new_token: Callable[[], str], slots: Slots,
+                 dispatch: Callable[[List[GroupJob]], None], block_timeout: float) -> None:
         super().__init__(stop_event)
         self.queue = queue
-        self.token = token
+        self.new_token = new_token          # a token for each reservation (each run)
         self.slots = slots
         self.dispatch = dispatch
         self.block_timeout = block_timeout
         self.blocking = queue.connection.blocking_client(block_timeout)
 
     def reserve(self, n: int, preferred: str = "") -> List[GroupJob]:
+        token = self.new_token()
         replies = self.queue.run_hot("reserve", now_ms(), self.queue.job_timeout_ms, n,
-                                     preferred, self.token, SCAN_LIMIT)
-        return [GroupJob.from_reply(reply, self.queue) for reply in replies]
+                                     preferred, token, SCAN_LIMIT)
+        return [GroupJob.from_reply(reply, self.queue, token) for reply in replies]
 
     def loop(self) -> None:
         free = self.slots.take_all(self.stop_event)

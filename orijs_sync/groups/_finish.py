@@ -7,6 +7,7 @@ import queue as queue_module
 import threading
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
 
+from .._locks import write_through_blip
 from .._util import dumps, now_ms
 from .job import GroupJob
 
@@ -23,25 +24,30 @@ Done = Tuple[GroupJob, Any, str, int]
 
 class Finisher:
     """Owns one thread; ``put`` hands it a finished job, ``stop`` (after every handler
-    thread ended) makes it drain and exit. Callbacks run on its thread:
-    ``on_next(job)`` for a chained next job (the slot stays taken),
-    ``on_done(job, result, ok)`` for each job (``ok`` False when it
-    was no longer this worker's), ``on_free()`` for each slot freed,
-    ``on_error(exc)`` when a call failed (its jobs' slots are freed; the stalled
-    check recovers those jobs)."""
+    thread ended) makes it drain and exit. Each call is retried through a Redis blip
+    for up to the queue's job timeout (``write_through_blip``; the worker heartbeats
+    the jobs meanwhile). Callbacks run on its thread: ``on_next(job)`` for a chained
+    next job (the slot stays taken), ``on_done(job, result, ok)`` for each job (``ok``
+    False when it was no longer this worker's, or its write was given up: the worker
+    then no longer holds it), ``on_free()`` for each slot freed, ``on_error(exc)`` when
+    a call was given up (its jobs are dropped and their slots freed; the stalled check
+    recovers those jobs)."""
 
-    def __init__(self, queue: "GroupQueue", token: str, chain: Callable[[], bool],
+    def __init__(self, queue: "GroupQueue", new_token: Callable[[], str],
+                 chain: Callable[[], bool],
                  on_next: Callable[[GroupJob], None],
                  on_done: Callable[[GroupJob, Any, bool], None], on_free: Callable[[], None],
                  on_error: Callable[[BaseException], None]) -> None:
         self.queue = queue
-        self.token = token
+        self.new_token = new_token          # the token of the next jobs a call takes
         self.chain = chain
         self.on_next = on_next
         self.on_done = on_done
         self.on_free = on_free
         self.on_error = on_error
         self._inbox: "queue_module.SimpleQueue[Optional[Done]]" = queue_module.SimpleQueue()
+        self._stop_lock = threading.Lock()    # guards _stopped and the stop marker's place
+        self._stopped = False
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name=f"orijs-group-finisher-{queue.name}")
 
@@ -49,12 +55,27 @@ class Finisher:
         self._thread.start()
 
     def put(self, done: Done) -> None:
-        self._inbox.put(done)
+        """Hand over a finished job; once stopped (``close`` called from inside a
+        handler, whose job ends after it), it is written on the calling thread."""
+        with self._stop_lock:
+            if not self._stopped:
+                self._inbox.put(done)
+                return
+        self._finish([done])
 
     def stop(self, timeout: Optional[float]) -> bool:
-        self._inbox.put(None)
+        """Drain and exit; joined, unless called on its own thread (from a listener:
+        it drains once that returns)."""
+        with self._stop_lock:
+            self._stopped = True
+            self._inbox.put(None)
+        if self.is_current_thread():
+            return True
         self._thread.join(timeout)
         return not self._thread.is_alive()
+
+    def is_current_thread(self) -> bool:
+        return threading.current_thread() is self._thread
 
     def _take_batch(self) -> Tuple[List[Done], bool]:
         first = self._inbox.get()
@@ -79,24 +100,45 @@ class Finisher:
                 continue
             try:
                 self._finish(batch)
-            except Exception as exc:  # noqa: BLE001 - the thread must survive any error
-                log.warning("finishing %d group jobs failed: %s", len(batch), exc)
-                self.on_error(exc)
-                for _ in batch:
-                    self.on_free()
+            except Exception:  # noqa: BLE001 - the thread must survive any error
+                log.exception("settling %d finished group jobs failed", len(batch))
 
-    def _finish(self, batch: List[Done]) -> None:
+    def _given_up(self, batch: List[Done], exc: BaseException) -> None:
+        log.warning("finishing %d group jobs failed, given up: %s (the stalled check "
+                    "recovers them)", len(batch), exc)
+        for job, result, _, _ in batch:
+            self.on_done(job, result, False)       # no longer held nor heartbeated
+            self.on_free()
+        self.on_error(exc)
+
+    def _write(self, batch: List[Done], now: int) -> Tuple[str, List[Any]]:
+        """The batch's completions in one call (through a blip); the token of the next
+        jobs it took, and its replies."""
         q = self.queue
-        now = now_ms()
-        args: List[Any] = [self.token, now, q.job_timeout_ms, q.keep_completed,
+        token = self.new_token()
+        args: List[Any] = [token, now, q.job_timeout_ms, q.keep_completed,
                            "1" if self.chain() else "0"]
         for job, _, text, started in batch:
             fields = "" if not q.keep_completed else dumps(
                 ["processedOn", str(started), "finishedOn", str(now), "attempts",
                  str(job.attempts_made), "maxAttempts", str(job.max_attempts),
                  "returnvalue", text])
-            args += [job.id, job.group_id, fields]
-        replies = q.run_hot("complete", *args)
+            args += [job.id, job.group_id, job.token, fields]
+        return token, write_through_blip(lambda: q.run_hot("complete", *args),
+                                         q.job_timeout_ms / 1000.0)
+
+    def _finish(self, batch: List[Done]) -> None:
+        now = now_ms()
+        try:
+            token, replies = self._write(batch, now)
+        except Exception as exc:  # noqa: BLE001 - given up: the stalled check recovers them
+            self._given_up(batch, exc)
+            return
+        for reply in replies:      # every slot settled first, then the events
+            if isinstance(reply, list):
+                self.on_next(GroupJob.from_reply(reply, self.queue, token))
+            else:
+                self.on_free()
         for (job, result, _, _), reply in zip(batch, replies):
             if reply == 0:
                 log.warning("group job %s finished after it stopped being ours (stalled and "
@@ -105,7 +147,3 @@ class Finisher:
             else:
                 job.status, job.returnvalue, job.finished_on = "completed", result, now
                 self.on_done(job, result, True)
-            if isinstance(reply, list):
-                self.on_next(GroupJob.from_reply(reply, self.queue))
-            else:
-                self.on_free()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Dict, Set
+from typing import TYPE_CHECKING, Callable, Dict, Set
 
 from .._util import now_ms
 from .job import GroupJob
@@ -33,9 +33,10 @@ class GraceCollector:
     """The worker's collection state: how many more chained jobs of each group run
     without a wait, and which chained jobs those are. One lock guards both."""
 
-    def __init__(self, queue: "GroupQueue", token: str, stop: threading.Event) -> None:
+    def __init__(self, queue: "GroupQueue", new_token: Callable[[], str],
+                 stop: threading.Event) -> None:
         self.queue = queue
-        self.token = token
+        self.new_token = new_token
         self.stop = stop
         self._lock = threading.Lock()
         self._batch_left: Dict[str, int] = {}
@@ -88,6 +89,7 @@ class GraceCollector:
 
     def _earliest(self, job: GroupJob) -> GroupJob:
         """Swap in the group's head when it sorts before the held job."""
-        reply = self.queue.run_script("reorder", job.id, job.group_id, self.token, now_ms(),
-                                      self.queue.job_timeout_ms)
-        return GroupJob.from_reply(reply, self.queue) if reply else job
+        token = self.new_token()
+        reply = self.queue.run_script("reorder", job.id, job.group_id, job.token, now_ms(),
+                                      self.queue.job_timeout_ms, token)
+        return GroupJob.from_reply(reply, self.queue, token) if reply else job

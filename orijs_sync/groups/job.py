@@ -42,24 +42,26 @@ class GroupJob:
     stacktrace: Optional[str] = None
     raw: Dict[str, str] = field(default_factory=dict, repr=False)
     queue: Optional["GroupQueue"] = field(default=None, repr=False, compare=False)
+    # the token of the run (reservation) holding the job, on a worker's jobs
+    token: Optional[str] = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_reply(cls, reply: List[Any], queue: Optional["GroupQueue"] = None) -> "GroupJob":
+    def from_reply(cls, reply: List[Any], queue: Optional["GroupQueue"] = None,
+                   token: Optional[str] = None) -> "GroupJob":
         """From a reserve reply: id, groupId, data, attempts, maxAttempts, seq,
-        timestamp, orderMs, score, deadline."""
+        timestamp, orderMs, score, deadline; ``token`` is the reservation's."""
         return cls(id=str(reply[0]), group_id=str(reply[1]), data=loads(reply[2]),
                    attempts_made=stored_int(reply[3], 0), max_attempts=stored_int(reply[4], 1),
                    timestamp=stored_int(reply[6], 0),
                    order_ms=stored_int(reply[7], 0) or stored_int(reply[6], 0),
                    score=_float(reply[8]), deadline_at=stored_int(reply[9], 0), status="active",
-                   queue=queue)
+                   queue=queue, token=token)
 
     @classmethod
     def from_hash(cls, job_id: str, raw: Mapping[str, str], status: str,
                   queue: Optional["GroupQueue"] = None) -> "GroupJob":
-        optional = {name: stored_int(raw[key], 0) if raw.get(key) else None
-                    for name, key in (("processed_on", "processedOn"),
-                                      ("finished_on", "finishedOn"))}
+        def when(key: str) -> Optional[int]:
+            return stored_int(raw[key], 0) if raw.get(key) else None
         return cls(id=job_id, group_id=raw.get("groupId", ""), data=loads(raw.get("data")),
                    attempts_made=stored_int(raw.get("attempts"), 0),
                    max_attempts=stored_int(raw.get("maxAttempts"), 1),
@@ -69,7 +71,8 @@ class GroupJob:
                    returnvalue=loads(raw.get("returnvalue")),
                    failed_reason=raw.get("failedReason") or raw.get("lastErrorMessage") or None,
                    stacktrace=raw.get("stacktrace") or raw.get("lastErrorStack") or None,
-                   raw=dict(raw), queue=queue, **optional)
+                   processed_on=when("processedOn"), finished_on=when("finishedOn"),
+                   raw=dict(raw), queue=queue)
 
     # -- GroupMQ's job methods (each the queue call of the same name) --------------------
 
@@ -103,6 +106,6 @@ class GroupJob:
         return "unknown" if current is None else current.status
 
     def to_json(self) -> Dict[str, Any]:
-        """The job's fields (no queue, no raw hash) as a JSON-ready dict."""
-        skip = ("raw", "queue")
+        """The job's fields (no queue, no raw hash, no token) as a JSON-ready dict."""
+        skip = ("raw", "queue", "token")
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}

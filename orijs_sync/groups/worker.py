@@ -13,7 +13,6 @@ waits out GroupMQ's grace collection for its job's group (``_ordering``).
 from __future__ import annotations
 
 import logging
-import os
 import queue as queue_module
 import threading
 import time
@@ -21,8 +20,10 @@ import traceback
 import uuid
 from typing import Any, Callable, Dict, List, Optional
 
+from .. import _fork
+from .._locks import write_through_blip
 from .._roles import Periodic, Role, run_until_signalled
-from .._util import Seconds, dumps, now_ms, well_formed
+from .._util import Counter, Seconds, dumps, now_ms, well_formed
 from . import _options as opt
 from ._fetch import Fetcher, Slots
 from ._finish import Finisher
@@ -67,15 +68,21 @@ class GroupWorker:
         self.scheduler_interval = self._seconds(scheduler_interval or default_tick,
                                                 "scheduler_interval")
         self.heartbeat_interval = min(queue.job_timeout_ms / 3000.0, 10.0)
-        self.token = uuid.uuid4().hex
         self._listeners: Dict[str, List[Callable[..., None]]] = {name: [] for name in EVENTS}
+        self._state = "new"
+        self._last_pickup = 0                    # epoch ms of the last job taken
+        self._processed = 0                      # jobs finished (completed or failed)
+        self._fresh()
+        _fork.track(self)
+
+    def _fresh(self) -> None:
+        """The worker's identity, locks, threads and held jobs, none yet."""
+        self.id = uuid.uuid4().hex               # the worker; each run's token is id:n
+        self._tokens = Counter()
         self._lock = threading.Lock()            # guards _held, _current, _state, _listeners,
         #                                          _last_pickup, _processed
         self._held: Dict[str, GroupJob] = {}     # reserved by this worker, not finished
         self._current: Dict[str, "tuple[GroupJob, int]"] = {}   # running: (job, started ms)
-        self._state = "new"
-        self._last_pickup = 0                    # epoch ms of the last job taken
-        self._processed = 0                      # jobs finished (completed or failed)
         self._slots = Slots(self.concurrency)
         self._jobs: "queue_module.SimpleQueue[Optional[GroupJob]]" = \
             queue_module.SimpleQueue()
@@ -84,13 +91,27 @@ class GroupWorker:
         self._shutdown_requested = threading.Event()
         self._handlers: List[threading.Thread] = []
         self._fetcher: Optional[Fetcher] = None
-        self._finisher = Finisher(queue, self.token, lambda: not self._fetch_stop.is_set(),
-                                  self._chained, self._completed, self._slots.release,
+        self._finisher = Finisher(self.queue, self._new_token,
+                                  lambda: not self._fetch_stop.is_set(), self._chained,
+                                  self._completed, self._slots.release,
                                   lambda exc: self._emit("error", exc))
         self._roles: List[Role] = []
-        self._ordering = GraceCollector(queue, self.token, self._roles_stop)
+        self._ordering = GraceCollector(self.queue, self._new_token, self._roles_stop)
         self._groups_cursor = "0"                # owned by the stalled role's thread
-        self._pid = os.getpid()                  # the process whose threads these are
+
+    def _after_fork_in_child(self) -> None:
+        """A forked child's copy is a worker of its own: a new id (so its runs' tokens
+        are its own), fresh locks, no threads nor held jobs. A started copy is inert
+        (its threads and jobs are the parent's): ``start()`` does nothing, ``close()``
+        returns at once. A never-started copy may start here."""
+        self._fresh()
+        if self._state == "running":
+            self._state = "forked"
+
+    def _new_token(self) -> str:
+        """The token of one reservation: every run of a job holds its own, so a late
+        write of an earlier run is refused (BullMQ's ``{worker id}:{n}`` form)."""
+        return f"{self.id}:{self._tokens.take()}"
 
     @staticmethod
     def _seconds(value: Seconds, name: str) -> float:
@@ -157,7 +178,7 @@ class GroupWorker:
                                       name=f"orijs-group-handler-{name}-{i}")
             thread.start()
             self._handlers.append(thread)
-        self._fetcher = Fetcher(self._fetch_stop, self.queue, self.token, self._slots,
+        self._fetcher = Fetcher(self._fetch_stop, self.queue, self._new_token, self._slots,
                                 self._dispatch, self.block_timeout)
         self._roles = [
             Periodic(self._roles_stop, "group-heartbeat", self.heartbeat_interval,
@@ -169,6 +190,7 @@ class GroupWorker:
         ]
         for role in [self._fetcher] + self._roles:
             role.on_error = lambda exc: self._emit("error", exc)  # type: ignore[method-assign]
+            role.probe = self.queue.connection.ping   # resume at once after an outage
             role.start(f"orijs-{role.name}-{name}")
         self._emit("ready")
         return self
@@ -182,17 +204,17 @@ class GroupWorker:
         seconds in all, 30 by default as GroupMQ's ``close(gracefulTimeoutMs)``;
         ``None`` waits for them however long), join every thread. Idempotent.
         ``False`` when jobs were still running at the timeout: each is emitted as
-        ``graceful-timeout`` (no longer heartbeated: the stalled check recovers it)."""
+        ``graceful-timeout`` (no longer heartbeated: the stalled check recovers it).
+        From a listener running on one of the worker's threads it joins every other
+        thread, never its own, which ends once the listener returns."""
         limit = opt.seconds(timeout, "timeout")
         if limit is not None and limit < 0:
             raise opt.GroupOptionError(f"timeout must be >= 0 seconds, not {timeout!r}")
         with self._lock:
-            if self._state == "closed":
+            if self._state in ("closed", "forked"):
+                self._state = "closed"         # a forked copy: nothing of it runs here
                 return True
             started, self._state = self._state != "new", "closed"
-        if os.getpid() != self._pid:
-            # A forked child's copy: its threads and held jobs are the parent's.
-            return True
         self._shutdown_requested.set()
         self._fetch_stop.set()
         finished = True
@@ -208,26 +230,43 @@ class GroupWorker:
 
     def _stop_threads(self, limit: Optional[float]) -> bool:
         """Fetcher first; then the held jobs finish (no more chaining), then the handler
-        threads and the finisher end, then the roles (heartbeats ran until now)."""
+        threads and the finisher end, then the roles (heartbeats ran until now). Called
+        on one of these threads (from a listener), it joins every other one; that one
+        ends on its own once the listener returns."""
         assert self._fetcher is not None
+        me = threading.current_thread()
         deadline = None if limit is None else time.monotonic() + limit
 
         def left() -> Optional[float]:
             return None if deadline is None else max(0.0, deadline - time.monotonic())
 
         self._slots.wake()
-        self._fetcher.interrupt()
-        self._fetcher.join(left())
-        finished = self._slots.wait_all_free(self.concurrency, left())
+        if not self._fetcher.is_current_thread():
+            self._fetcher.stop(deadline)       # interrupts its blocking pop until it ends
+        finished = self._wait_for_jobs(me, left())
         for _ in self._handlers:
             self._jobs.put(None)
-        finished = all([self._join(thread, left()) for thread in self._handlers]) and finished
+        others = [thread for thread in self._handlers if thread is not me]
+        finished = all([self._join(thread, left()) for thread in others]) and finished
         finished = self._finisher.stop(left()) and finished
         self._roles_stop.set()
         for role in self._roles:
-            role.join(left())
+            if not role.is_current_thread():
+                role.join(left())
         self._fetcher.close()
         return finished
+
+    def _wait_for_jobs(self, me: threading.Thread, limit: Optional[float]) -> bool:
+        """Wait until the held jobs are finished: every slot free but the one held by a
+        handler thread calling close (a ``failed`` or ``error`` listener, its own job's
+        outcome written). The finisher calling it cannot wait for writes that are its
+        own: joining the handler threads then waits for their jobs, and the finisher
+        writes them once its listener returns (its batch's slots are settled before its
+        ``completed`` events, so no job it chains is left behind)."""
+        if self._finisher.is_current_thread():
+            return True
+        held_here = 1 if me in self._handlers else 0
+        return self._slots.wait_all_free(self.concurrency - held_here, limit)
 
     @staticmethod
     def _join(thread: threading.Thread, limit: Optional[float]) -> bool:
@@ -293,7 +332,7 @@ class GroupWorker:
                 handed_over = self._process(job)
             except Exception as exc:  # noqa: BLE001 - Redis failed; the thread must live on
                 log.warning("group job %s: %s (the stalled check recovers it)", job.id, exc)
-                self._forget(job.id)
+                self._forget(job)
                 self._emit("error", exc)
                 handed_over = False
             if not handed_over:
@@ -311,21 +350,30 @@ class GroupWorker:
             result = self.handler(job)
             text = dumps(result, f"return value of group job {job.id}")
         except Exception as exc:  # noqa: BLE001 - the handler's failure is the job's
-            self._forget(job.id)
+            with self._lock:
+                self._stopped_running(job)
             self._fail(job, exc, started)
             return False
         with self._lock:
-            self._current.pop(job.id, None)
+            self._stopped_running(job)
         self._finisher.put((job, result, text, started))
         return True
 
-    def _forget(self, job_id: str) -> None:
+    def _stopped_running(self, job: GroupJob) -> None:
+        """Under ``_lock``: this run of ``job`` no longer runs (a later run of the same
+        job, recovered meanwhile and taken again, keeps its entry)."""
+        if self._current.get(job.id, (None, 0))[0] is job:
+            del self._current[job.id]
+
+    def _forget(self, job: GroupJob) -> None:
+        """This run of ``job`` is no longer held (nor heartbeated) by this worker."""
         with self._lock:
-            self._current.pop(job_id, None)
-            self._held.pop(job_id, None)
+            self._stopped_running(job)
+            if self._held.get(job.id) is job:
+                del self._held[job.id]
 
     def _completed(self, job: GroupJob, result: Any, ok: bool) -> None:
-        self._forget(job.id)
+        self._forget(job)
         if ok:
             with self._lock:
                 self._processed += 1
@@ -345,8 +393,13 @@ class GroupWorker:
         backoff_ms = opt.retry_delay_ms(self._backoff(job.attempts_made + 1))
         stack = well_formed("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
         reason = well_formed(str(exc))      # written as it is: as Node's UTF-8 encoding does
-        reply = q.run_script("fail", job.id, job.group_id, self.token, now, backoff_ms,
-                             q.keep_failed, reason, type(exc).__name__, stack, started)
+        try:       # retried through a blip while the heartbeat keeps the job
+            reply = write_through_blip(
+                lambda: q.run_script("fail", job.id, job.group_id, job.token, now, backoff_ms,
+                                     q.keep_failed, reason, type(exc).__name__, stack,
+                                     started), q.job_timeout_ms / 1000.0)
+        finally:
+            self._forget(job)
         if not reply[0]:
             log.warning("group job %s failed after it stopped being ours", job.id)
             return
@@ -369,11 +422,11 @@ class GroupWorker:
 
     def _heartbeat(self) -> None:
         with self._lock:
-            ids = list(self._held)
-        if not ids:
+            held = list(self._held.values())
+        if not held:
             return
-        lost = self.queue.run_script("heartbeat", now_ms(), self.queue.job_timeout_ms,
-                                     self.token, *ids)
+        pairs = [value for job in held for value in (job.id, job.token)]
+        lost = self.queue.run_script("heartbeat", now_ms(), self.queue.job_timeout_ms, *pairs)
         for job_id in lost:
             with self._lock:
                 still_held = job_id in self._held

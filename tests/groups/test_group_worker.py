@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, List
+from typing import Any, Iterator, List
 
 import pytest
 import redis as redis_py
 
 from orijs_sync.groups import GroupJob, GroupQueue, GroupWorker
 from orijs_sync.groups.testing import check_runs, record
-from orijs_sync.testing import wait_until
+from orijs_sync.testing import RedisServer, wait_until
 
 
 class Recorder:
@@ -196,7 +196,7 @@ def test_late_finish_of_a_recovered_job_is_refused(gq):
     assert gq.run_script("stalled", int(time.time() * 1000), 0, 5, 100) == ["j", "g", "recovered"]
     again = gq.run_script("reserve", int(time.time() * 1000), 10_000, 1, "", "tok-b", 100)
     assert again[0][0] == "j"
-    late = gq.run_script("complete", "tok-a", 1, 100, 0, "1", "j", "g", "[]")
+    late = gq.run_script("complete", "tok-c", 1, 100, 0, "1", "j", "g", "tok-a", "[]")
     assert late == [0]
     assert gq.get_job("j").status == "active"
 
@@ -280,15 +280,30 @@ def test_events_current_jobs_and_close(gq):
         w.on("nope", print)
 
 
-def test_idle_worker_blocks_instead_of_polling(gq, r):
-    with GroupWorker(gq, lambda job: None, concurrency=4, block_timeout=5):
-        time.sleep(0.3)
-        before = int(r.info("commandstats").get("cmdstat_bzpopmin", {}).get("calls", 0))
-        time.sleep(1.5)
-        after = int(r.info("commandstats").get("cmdstat_bzpopmin", {}).get("calls", 0))
-        assert after - before <= 1
-        gq.add(group_id="g", data={"n": 0})
-        assert gq.wait_for_empty(10)
+@pytest.fixture
+def own_gq(gname: str) -> Iterator[GroupQueue]:
+    """A GroupQueue on a redis-server of the test's own: what its INFO and CLIENT LIST
+    show is this test's alone (on a shared Redis, any other client blocking on
+    BZPOPMIN adds to the server-wide counts)."""
+    with RedisServer() as server:
+        queue = GroupQueue(gname, connection=server.url, job_timeout=5)
+        yield queue
+        queue.close()
+
+
+def bzpopmin_calls(gq: GroupQueue) -> int:
+    return int(gq.client.info("commandstats").get("cmdstat_bzpopmin", {}).get("calls", 0))
+
+
+def test_idle_worker_blocks_instead_of_polling(own_gq):
+    def one_pop_blocked_a_second() -> bool:
+        return any(c.get("cmd") == "bzpopmin" and "b" in c.get("flags", "")
+                   and int(c.get("idle", 0)) >= 1 for c in own_gq.client.client_list())
+    with GroupWorker(own_gq, lambda job: None, concurrency=4, block_timeout=5):
+        # a worker that polled would never sit in one BZPOPMIN call for a second
+        wait_until(one_pop_blocked_a_second, 30, "the worker blocked in one BZPOPMIN")
+        own_gq.add(group_id="g", data={"n": 0})
+        assert own_gq.wait_for_empty(10)
 
 
 def test_group_in_ready_while_active_is_not_taken_twice(gq):
@@ -352,24 +367,26 @@ def test_completing_takes_the_groups_next_job_in_the_same_call(gq):
     (reply,) = gq.run_script("reserve", now, 10_000, 1, "", "t", 100)
     assert reply[0] == "first"
     fields = '["returnvalue","1"]'
-    (nxt,) = gq.run_script("complete", "t", now, 10_000, 0, "1", "first", "g", fields)
+    (nxt,) = gq.run_script("complete", "t2", now, 10_000, 0, "1", "first", "g", "t", fields)
     assert GroupJob.from_reply(nxt).id == "second"
     assert gq.get_job("second").status == "active"
     assert gq.get_job("first") is None                      # keep_completed=0
-    assert gq.run_script("complete", "t", now, 10_000, 0, "1", "second", "g", "[]") == [1]
+    assert gq.run_script("complete", "t3", now, 10_000, 0, "1", "second", "g", "t2",
+                         "[]") == [1]
     assert gq.is_empty()
 
 
-def test_paused_queue_holds_its_jobs_without_spinning(gq, r):
+def test_paused_queue_holds_its_jobs_without_spinning(own_gq):
+    gq = own_gq
     gq.pause()
     gq.add(group_id="g", data={"n": 0})
     done: List[str] = []
     with GroupWorker(gq, lambda job: done.append(job.id), block_timeout=5):
-        time.sleep(0.3)
-        before = int(r.info("commandstats").get("cmdstat_bzpopmin", {}).get("calls", 0))
+        wait_until(lambda: bzpopmin_calls(gq) >= 1, 30, "the worker looking at the queue")
+        before = bzpopmin_calls(gq)
         time.sleep(1.0)
-        after = int(r.info("commandstats").get("cmdstat_bzpopmin", {}).get("calls", 0))
-        assert after - before <= 4 and done == []
+        # one look per PAUSED_WAIT (0.5 s) at most: a spinning fetcher makes hundreds
+        assert bzpopmin_calls(gq) - before <= 4 and done == []
         assert gq.is_paused()
         gq.resume()
         assert gq.wait_for_empty(30)

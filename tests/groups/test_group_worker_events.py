@@ -9,9 +9,10 @@ from typing import Any, List
 
 import pytest
 
+from orijs_sync._util import now_ms
 from orijs_sync.groups import GroupQueue, GroupWorker
 from orijs_sync.groups._options import GroupOptionError
-from orijs_sync.testing import wait_until
+from orijs_sync.testing import orijs_threads, wait_until
 
 
 def test_ready_then_closed(gq: GroupQueue) -> None:
@@ -86,3 +87,66 @@ def test_worker_metrics(gq: GroupQueue) -> None:
         release.set()
         wait_until(lambda: w.get_worker_metrics()["total_jobs_processed"] == 1, 30)
         assert w.is_processing() is False
+
+
+@pytest.mark.parametrize("event", ["completed", "failed", "stalled"])
+def test_close_from_a_listener_on_the_workers_own_thread(gq: GroupQueue, event: str) -> None:
+    """``completed`` runs on the finisher's thread, ``failed`` on a handler's, ``stalled``
+    on the stalled checker's: close() there returns (it never joins the thread calling
+    it), every other thread is stopped and joined, and the calling one ends once the
+    listener returns."""
+    gq.add(group_id="g", data={"n": 0}, job_id="j")
+    if event == "stalled":       # held by a dead worker, its deadline 1 ms away
+        gq.run_script("reserve", now_ms(), 1, 1, "", "dead", 100)
+
+    def handler(job: Any) -> None:
+        if event == "failed":
+            raise RuntimeError("this attempt fails")
+    w = GroupWorker(gq, handler, stalled_interval=0.1, backoff=0)
+    first = threading.Event()
+    outcome: List[Any] = []
+
+    def close_here(*args: Any) -> None:
+        if first.is_set():         # the first call only (a retry may fail meanwhile)
+            return
+        first.set()
+        try:
+            outcome.append(w.close(timeout=5))
+        except Exception as exc:  # noqa: BLE001 - the test reports it
+            outcome.append(exc)
+    w.on(event, close_here)
+    w.start()
+    try:
+        wait_until(lambda: bool(outcome), 30, f"close() from a {event} listener")
+        assert outcome == [True]
+        wait_until(lambda: not [t for t in orijs_threads() if gq.name in t.name], 30,
+                   "every thread of the worker ended")
+    finally:
+        w.close()
+
+
+def test_close_from_inside_the_handler_still_writes_its_job(gq: GroupQueue) -> None:
+    """close() called by the handler itself returns; the calling job's outcome is still
+    written once the handler returns, and every thread of the worker ends."""
+    gq.add(group_id="g", data={"n": 0}, job_id="j")
+    outcome: List[Any] = []
+    completed: List[str] = []
+
+    def handler(job: Any) -> str:
+        try:
+            outcome.append(w.close(timeout=5))
+        except Exception as exc:  # noqa: BLE001 - the test reports it
+            outcome.append(exc)
+        return "done"
+    w = GroupWorker(gq, handler)
+    w.on("completed", lambda job, result: completed.append(job.id))
+    w.start()
+    try:
+        wait_until(lambda: bool(outcome), 30, "close() from the handler")
+        assert outcome == [True]
+        wait_until(lambda: completed == ["j"], 30, "the calling job's completion")
+        wait_until(lambda: not [t for t in orijs_threads() if gq.name in t.name], 30,
+                   "every thread of the worker ended")
+        assert gq.is_empty()
+    finally:
+        w.close()

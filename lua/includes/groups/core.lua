@@ -107,10 +107,11 @@ local function gmTakeHead(ns, gid, now, vt, token)
   end
 end
 
--- The job is ours to finish: its processing hash still holds our token (every
--- recovery, removal or finish deletes that hash, and a reservation by GroupMQ's
--- own workers writes none, so a late finish after the job was handed to another
--- worker is refused). Releases it from processing and its group's active slot.
+-- The job is ours to finish: its processing hash still holds the token of the run
+-- finishing it (each reservation has its own; every recovery, removal or finish
+-- deletes that hash, and a reservation by GroupMQ's own workers writes none, so a
+-- late finish after the job was handed to another worker, or to a later run on the
+-- same worker, is refused). Releases it from processing and its group's active slot.
 local function gmRelease(ns, jobId, gid, token)
   local procKey = ns .. ":processing:" .. jobId
   if rcall("HGET", procKey, "token") ~= token then
