@@ -209,9 +209,11 @@ class Finisher(Role):
         with self._cv:
             if not self._pending:
                 self._cv.wait(0.5)
+            late = self._take_late(time.monotonic())
             groups = self._take_batch()
             if self._pending:
                 self._cv.notify()          # the other thread takes the rest
+        give_up(late, None)
         sent = self._send_many(list(groups.values())) if len(groups) > 1 else {}
         failure: Optional[BaseException] = None
         for key, group in groups.items():
@@ -221,6 +223,13 @@ class Finisher(Role):
                 failure = failure or exc
         if failure is not None:
             raise failure
+
+    def _take_late(self, now: float) -> List[Outcome]:
+        """Under ``_cv``: the outcomes retried for their lock duration, taken out."""
+        late = [o for o in self._pending if o.give_up_at <= now]
+        if late:
+            self._pending = [o for o in self._pending if o.give_up_at > now]
+        return late
 
     def _take_batch(self) -> Dict[int, List[Outcome]]:
         """Under ``_cv``: the outcomes to write now, by worker: at most ``max_batch``,
@@ -275,11 +284,13 @@ class Finisher(Role):
                 next_jobs = w._runner.finish(batch, fetch, parent=parent)
             else:
                 next_jobs = w._runner.finish(batch, sent[0].fetch, sent)
-        except Exception:
+        except Exception as exc:
             w._set_finishing(batch, False)
             with self._cv:       # keep them: written on the next try (the role backs off)
                 self._pending[:0] = batch
+                late = self._take_late(time.monotonic())
                 self._cv.notify()
+            give_up(late, exc)
             raise
         finally:
             with self._cv:
@@ -293,6 +304,24 @@ class Finisher(Role):
     def interrupt(self) -> None:
         with self._cv:
             self._cv.notify_all()
+
+
+def give_up(outcomes: List[Outcome], exc: Optional[BaseException]) -> None:
+    """Outcomes not written within one lock duration after their handler returned (Redis
+    unreachable or refusing): their jobs are let go, their locks expire and the stalled
+    checker takes them over (docs/guarantees.md); close() no longer waits for them."""
+    for outcome in outcomes:
+        w: Any = outcome.job._worker
+        log.warning("worker %s: the outcome of job %s (%s) could not be written within one "
+                    "lock duration (%s); the stalled checker takes the job over", w.name,
+                    outcome.job.id, outcome.target, exc or "not retried since")
+        lost = errors.LockLost(f"job {outcome.job.id}: its outcome ({outcome.target}) could "
+                               f"not be written within one lock duration; the stalled "
+                               f"checker takes it over")
+        lost.__cause__ = exc
+        w._emit("error", lost)
+        w._let_go([outcome.job])
+        w._give_back_slots(1)
 
 
 class PerQueue(Role):

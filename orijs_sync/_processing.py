@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
@@ -93,6 +94,13 @@ class Outcome:
     value: str                     # the returnvalue's JSON text, or the failedReason
     fields: List[str] = field(default_factory=list)   # extra job fields (stacktrace...)
     result: Any = None             # the Python return value, or the exception
+    made: float = field(default_factory=time.monotonic)   # when the handler returned
+
+    @property
+    def give_up_at(self) -> float:
+        """Until when (monotonic) its write is retried: one lock duration after its
+        handler returned. Then the job is left to stall recovery (see ``Finisher``)."""
+        return self.made + float(self.job._worker.lock_duration_ms) / 1000.0
 
     def event(self) -> Dict[str, str]:
         """The fields of the event its write adds to the events stream."""
@@ -109,19 +117,24 @@ class JobRunner:
         self._token_lock = threading.Lock()  # guards _next_token
         self._next_token = 1
 
-    def run_script(self, name: str, keys: List[str], args: List[Any]) -> Any:
+    def run_script(self, name: str, keys: List[str], args: List[Any],
+                   until: Optional[float] = None) -> Any:
         """Run a finishing script, retrying through a Redis blip for up to one lock
-        duration, so that a finished job's outcome is not lost to a reconnect. Retries
-        come at most ``lock_retry_interval`` apart (the write lands as soon as Redis is
-        back) while the lock renewer keeps the job's lock."""
+        duration (or until the monotonic ``until``, if sooner), so that a finished job's
+        outcome is not lost to a reconnect. Retries come at most ``lock_retry_interval``
+        apart (the write lands as soon as Redis is back) while the lock renewer keeps the
+        job's lock."""
+        lock = self.w.lock_duration_ms / 1000.0
         try:
             return self.w._run_hot_script(name, keys, args)
         except errors.ConnectionError:
-            pass
+            limit = lock if until is None else min(lock, until - time.monotonic())
+            if limit <= 0:
+                raise
         retrying = Retrying(retry=retry_if_exception_type(errors.ConnectionError),
                             wait=wait_exponential(multiplier=0.05,
                                                  max=self.w.lock_retry_interval),
-                            stop=stop_after_delay(self.w.lock_duration_ms / 1000.0), reraise=True)
+                            stop=stop_after_delay(limit), reraise=True)
         for attempt in retrying:
             with attempt:
                 return self.w._run_hot_script(name, keys, args)
@@ -295,7 +308,8 @@ class JobRunner:
         call, reply = sent if sent is not None else (
             self.finish_call(outcomes, fetch, parent), None)
         if reply is None:       # not sent, or its pipeline failed (it may have run: the same
-            reply = self.run_script("moveToFinished", call.keys, call.args)  # call, told apart)
+            reply = self.run_script("moveToFinished", call.keys, call.args,  # call, told apart)
+                                    until=min(o.give_up_at for o in outcomes))
         elif isinstance(reply, BaseException):
             raise reply
         codes, jobs, parent_jobs, ttl, next_delayed = cast(

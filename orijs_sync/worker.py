@@ -490,7 +490,8 @@ class Worker:
         try:
             return self._finisher.write([outcome], keep_one=True)  # type: ignore[no-any-return]
         except Exception:  # noqa: BLE001 - kept by the finisher, written on its next try
-            log.warning("worker %s: writing job %s failed; the finisher retries it",
+            log.warning("worker %s: writing job %s failed; the finisher retries it until "
+                        "one lock duration after its handler returned",
                         self.name, outcome.job.id, exc_info=True)
             return None
 
