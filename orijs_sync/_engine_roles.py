@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from . import errors
-from ._processing import Outcome
+from ._processing import HELD, Outcome
 from ._roles import Role
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -214,6 +214,16 @@ class Finisher(Role):
             if self._pending:
                 self._cv.notify()          # the other thread takes the rest
         give_up(late, None)
+        HELD.jobs = tuple(o.job for group in groups.values() for o in group)  # see held_here
+        try:
+            failure = self._write_groups(groups)
+        finally:
+            HELD.jobs = ()
+        if failure is not None:
+            raise failure
+
+    def _write_groups(self, groups: Dict[int, List[Outcome]]) -> Optional[BaseException]:
+        """Write each worker's batch (many in one pipelined round trip); the first error."""
         sent = self._send_many(list(groups.values())) if len(groups) > 1 else {}
         failure: Optional[BaseException] = None
         for key, group in groups.items():
@@ -221,8 +231,7 @@ class Finisher(Role):
                 self.write(group, sent=sent.get(key))
             except Exception as exc:  # noqa: BLE001 - kept; the other queues are written
                 failure = failure or exc
-        if failure is not None:
-            raise failure
+        return failure
 
     def _take_late(self, now: float) -> List[Outcome]:
         """Under ``_cv``: the outcomes retried for their lock duration, taken out."""
@@ -278,6 +287,8 @@ class Finisher(Role):
         w._set_finishing(batch, True)   # the renewer keeps their locks while this retries
         parent = self.e.parent_taker(batch[0].job) if keep_one and len(batch) == 1 else None
         next_jobs: List["Job"] = []
+        held = getattr(HELD, "jobs", ())
+        HELD.jobs = held + tuple(o.job for o in batch)     # its listeners run here
         try:
             if sent is None:
                 fetch = len(batch) if w._fetch_next_allowed() else 0
@@ -293,6 +304,7 @@ class Finisher(Role):
             give_up(late, exc)
             raise
         finally:
+            HELD.jobs = held
             with self._cv:
                 self._busy[id(w)] -= 1
                 if not self._busy[id(w)]:

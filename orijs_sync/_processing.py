@@ -9,7 +9,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, cast
 
 import redis
 from tenacity import (
@@ -37,6 +37,16 @@ log = logging.getLogger(__name__)
 MAX_BACKOFF_MS = int(check.MAX_SECONDS * 1000)
 
 BackoffStrategy = Callable[[int, BaseException, Job], Optional[float]]
+
+# The jobs the calling thread runs or writes (``.jobs``, a tuple): close() and pause()
+# called from that thread (a handler, a listener) do not wait for them (see held_here).
+HELD = threading.local()
+
+
+def held_here(worker: "Worker") -> Set[str]:
+    """The ids of ``worker``'s jobs whose handler or listeners the calling thread runs."""
+    return {job.id for job in getattr(HELD, "jobs", ()) if job._worker is worker}
+
 
 LOCK_ERRORS = {-1: "the job no longer exists", -2: "its lock had expired",
                -3: "it was no longer active", -4: "it still has pending children",
