@@ -124,7 +124,10 @@ class Worker:
         """A forked child does not run (nor share) its parent's worker: a started copy
         becomes inert, ``start()`` refuses, ``close()`` only closes this process's
         connections. Its active jobs are the parent's: their locks are never renewed
-        nor their outcomes written here. A never-started copy may start here."""
+        nor their outcomes written here. A never-started copy may start here, with an
+        id (and so lock tokens) of its own: a sibling's stale write is then refused."""
+        self.id = uuid.uuid4().hex
+        self._runner = JobRunner(self)          # its token counter and lock start afresh
         self._cv = threading.Condition()
         self._fetch_stop = threading.Event()
         self._shutdown_requested = threading.Event()
