@@ -142,3 +142,33 @@ def test_group_close_from_a_listener_closes_every_worker_and_joins_the_threads(r
         finally:
             release.set()
             group.close(timeout=5)
+
+
+def test_a_job_the_closing_listeners_write_took_is_left_for_stall_recovery(queue, redis_url,
+                                                                          qname):
+    """The write whose listener closes the worker took the next job (it was allowed to
+    when it was sent): a closed worker does not run it; it stays active, and another
+    worker's stalled checker takes it once its lock expires."""
+    ran, returned = [], []
+    worker = Worker(qname, lambda job: ran.append(job.name) or job.name, connection=redis_url,
+                    lock_duration=1, drain_delay=0.5, skip_stalled_check=True)
+
+    def on_completed(job, result):
+        if job.name == "first":
+            returned.append(worker.close())
+
+    worker.on("completed", on_completed)
+    queue.add("first", {})
+    second = queue.add("second", {})
+    try:
+        worker.start()
+        wait_until(lambda: returned, GUARD, what="close() from the listener to return")
+        assert returned == [True]
+        wait_until(lambda: not threads_of(qname), GUARD, what="the listener's thread to end")
+        assert ran == ["first"] and queue.get_job_state(second.id) == "active"
+        with Worker(qname, lambda job: "recovered", connection=redis_url, stalled_interval=0.3,
+                    drain_delay=0.5):
+            wait_until(lambda: queue.get_job_state(second.id) == "completed", GUARD)
+        assert queue.get_job(second.id).returnvalue == "recovered" and ran == ["first"]
+    finally:
+        worker.close(timeout=5)
