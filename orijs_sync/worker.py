@@ -465,8 +465,7 @@ class Worker:
             self._let_go_unrun(job)
 
     def _let_go_unrun(self, job: Job) -> None:
-        """A job taken for this worker after it closed: it stays active in Redis, and
-        the stalled checker takes it back once its lock expires."""
+        """A job taken for this worker after it closed: it stalls (stays active)."""
         log.warning("worker %s closed before job %s taken for it ran; it stalls and goes "
                     "back to wait", self.name, job.id)
         self._let_go([job])
@@ -507,9 +506,8 @@ class Worker:
         try:
             return self._finisher.write([outcome], keep_one=True)  # type: ignore[no-any-return]
         except Exception:  # noqa: BLE001 - kept by the finisher, written on its next try
-            log.warning("worker %s: writing job %s failed; the finisher retries it until "
-                        "one lock duration after its handler returned",
-                        self.name, outcome.job.id, exc_info=True)
+            log.warning("worker %s: writing job %s failed; the finisher retries it (for one "
+                        "lock duration)", self.name, outcome.job.id, exc_info=True)
             return None
 
     def _after_finish(self, batch: List[Outcome], next_jobs: List[Job],
@@ -530,12 +528,10 @@ class Worker:
                     job._worker._active[job.id] = job
         LOCAL.released(self.connection, self.keys.marker, [o.job.id for o in batch])
         self._give_back_slots(len(batch) - len(own))
-        runnable = []
+        runnable = [job for job in next_jobs if job._worker._state != "closed"]
         for job in next_jobs:      # its worker closed from a listener of this batch
-            if job._worker._state == "closed":
+            if job not in runnable:
                 job._worker._let_go_unrun(job)
-            else:
-                runnable.append(job)
         kept = runnable.pop(0) if keep_one and runnable else None
         assert self._engine is not None
         for job in runnable:

@@ -63,7 +63,7 @@ def test_a_write_that_finds_the_queue_empty_sends_no_fetch_after_it(queue, redis
     with worker:
         gate.release(2)
         wait_until(lambda: all(queue.get_job_state(j.id) == "completed" for j in jobs))
-        wait_until(lambda: worker._free == 1 and waits_on_marker(worker), 5,
+        wait_until(lambda: worker._free == 1 and waits_on_marker(worker), 20,
                    "the slot free, the queue found empty")
         assert calls == ["moveToActive", "moveToFinished", "moveToFinished"], calls
         calls.clear()
@@ -148,7 +148,7 @@ def test_a_flow_hands_its_leaves_to_free_workers_of_the_process(redis_url, qname
         node = flows.add({"name": "root", "queue_name": qname, "children": [
             {"name": "leaf", "queue_name": f"{qname}.leaf", "data": i} for i in (1, 2)]})
         assert done.wait(10)
-        wait_until(lambda: leaves._free == 4 and waits_on_marker(leaves), 5,
+        wait_until(lambda: leaves._free == 4 and waits_on_marker(leaves), 20,
                    "every slot back, the queue found empty")
         assert r.zscore(flows.queue(f"{qname}.leaf").keys.marker, "0") is None
         assert calls == ["moveToFinished", "moveToFinished"], calls
