@@ -217,13 +217,12 @@ class Engine:
         with self._cv:                 # roles waiting in the process stop at once
             self._cv.notify_all()
             self._membership.notify_all()
-        me = threading.current_thread()
-        for role in self._roles:
-            if not role.is_current_thread() and not role.stop(deadline):
+        for role in self._roles:          # the calling thread (a listener's) is not joined
+            if not role.stop(deadline):
                 log.warning("engine %s: %s did not stop in time", self.label, role.name)
         threads = self.executor.threads
         self.executor.shutdown()
-        if drained and me not in threads:
+        if drained:
             join_threads(threads, deadline)
         for role in self._roles:
             blocking = getattr(role, "blocking", None)

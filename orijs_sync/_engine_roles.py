@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from . import errors
-from ._processing import Outcome
+from ._processing import HELD, Outcome
 from ._roles import Role
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -209,9 +209,21 @@ class Finisher(Role):
         with self._cv:
             if not self._pending:
                 self._cv.wait(0.5)
+            late = self._take_late(time.monotonic())
             groups = self._take_batch()
             if self._pending:
                 self._cv.notify()          # the other thread takes the rest
+        give_up(late, None)
+        HELD.jobs = tuple(o.job for group in groups.values() for o in group)  # see held_here
+        try:
+            failure = self._write_groups(groups)
+        finally:
+            HELD.jobs = ()
+        if failure is not None:
+            raise failure
+
+    def _write_groups(self, groups: Dict[int, List[Outcome]]) -> Optional[BaseException]:
+        """Write each worker's batch (many in one pipelined round trip); the first error."""
         sent = self._send_many(list(groups.values())) if len(groups) > 1 else {}
         failure: Optional[BaseException] = None
         for key, group in groups.items():
@@ -219,8 +231,14 @@ class Finisher(Role):
                 self.write(group, sent=sent.get(key))
             except Exception as exc:  # noqa: BLE001 - kept; the other queues are written
                 failure = failure or exc
-        if failure is not None:
-            raise failure
+        return failure
+
+    def _take_late(self, now: float) -> List[Outcome]:
+        """Under ``_cv``: the outcomes retried for their lock duration, taken out."""
+        late = [o for o in self._pending if o.give_up_at <= now]
+        if late:
+            self._pending = [o for o in self._pending if o.give_up_at > now]
+        return late
 
     def _take_batch(self) -> Dict[int, List[Outcome]]:
         """Under ``_cv``: the outcomes to write now, by worker: at most ``max_batch``,
@@ -269,19 +287,24 @@ class Finisher(Role):
         w._set_finishing(batch, True)   # the renewer keeps their locks while this retries
         parent = self.e.parent_taker(batch[0].job) if keep_one and len(batch) == 1 else None
         next_jobs: List["Job"] = []
+        held = getattr(HELD, "jobs", ())
+        HELD.jobs = held + tuple(o.job for o in batch)     # its listeners run here
         try:
             if sent is None:
                 fetch = len(batch) if w._fetch_next_allowed() else 0
                 next_jobs = w._runner.finish(batch, fetch, parent=parent)
             else:
                 next_jobs = w._runner.finish(batch, sent[0].fetch, sent)
-        except Exception:
+        except Exception as exc:
             w._set_finishing(batch, False)
             with self._cv:       # keep them: written on the next try (the role backs off)
                 self._pending[:0] = batch
+                late = self._take_late(time.monotonic())
                 self._cv.notify()
+            give_up(late, exc)
             raise
         finally:
+            HELD.jobs = held
             with self._cv:
                 self._busy[id(w)] -= 1
                 if not self._busy[id(w)]:
@@ -293,6 +316,24 @@ class Finisher(Role):
     def interrupt(self) -> None:
         with self._cv:
             self._cv.notify_all()
+
+
+def give_up(outcomes: List[Outcome], exc: Optional[BaseException]) -> None:
+    """Outcomes not written within one lock duration after their handler returned (Redis
+    unreachable or refusing): their jobs are let go, their locks expire and the stalled
+    checker takes them over (docs/guarantees.md); close() no longer waits for them."""
+    for outcome in outcomes:
+        w: Any = outcome.job._worker
+        log.warning("worker %s: the outcome of job %s (%s) could not be written within one "
+                    "lock duration (%s); the stalled checker takes the job over", w.name,
+                    outcome.job.id, outcome.target, exc or "not retried since")
+        lost = errors.LockLost(f"job {outcome.job.id}: its outcome ({outcome.target}) could "
+                               f"not be written within one lock duration; the stalled "
+                               f"checker takes it over")
+        lost.__cause__ = exc
+        w._emit("error", lost)
+        w._let_go([outcome.job])
+        w._give_back_slots(1)
 
 
 class PerQueue(Role):

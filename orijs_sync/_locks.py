@@ -40,20 +40,24 @@ def lock_retry_interval(lock_seconds: float) -> float:
     return min(max(lock_seconds / 50.0, 0.05), 0.5)
 
 
-def write_through_blip(write: Callable[[], T], lock_seconds: float) -> T:
+def write_through_blip(write: Callable[[], T], lock_seconds: float,
+                       until: Optional[float] = None) -> T:
     """Run a job's outcome write, retrying through a Redis blip for up to one lock
-    duration (``lock_seconds``), so that a finished job's outcome is not lost to a
-    reconnect. Retries come at most ``lock_retry_interval`` apart (the write lands as
-    soon as Redis is back) while the job's lock is kept; the last
-    ``errors.ConnectionError`` is raised when the lock duration has run out."""
+    duration (``lock_seconds``), or until the monotonic ``until`` if that comes sooner,
+    so that a finished job's outcome is not lost to a reconnect. Retries come at most
+    ``lock_retry_interval`` apart (the write lands as soon as Redis is back) while the
+    job's lock is kept; the last ``errors.ConnectionError`` is raised when the time has
+    run out."""
     try:
         return write()
     except errors.ConnectionError:
-        pass
+        limit = lock_seconds if until is None else min(lock_seconds, until - time.monotonic())
+        if limit <= 0:
+            raise
     retrying = Retrying(retry=retry_if_exception_type(errors.ConnectionError),
                         wait=wait_exponential(multiplier=0.05,
                                               max=lock_retry_interval(lock_seconds)),
-                        stop=stop_after_delay(lock_seconds), reraise=True)
+                        stop=stop_after_delay(limit), reraise=True)
     for attempt in retrying:
         with attempt:
             return write()

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
+import time
 import traceback
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, cast
 
 import redis
 
@@ -30,6 +32,16 @@ log = logging.getLogger(__name__)
 MAX_BACKOFF_MS = int(check.MAX_SECONDS * 1000)
 
 BackoffStrategy = Callable[[int, BaseException, Job], Optional[float]]
+
+# The jobs the calling thread runs or writes (``.jobs``, a tuple): close() and pause()
+# called from that thread (a handler, a listener) do not wait for them (see held_here).
+HELD = threading.local()
+
+
+def held_here(worker: "Worker") -> Set[str]:
+    """The ids of ``worker``'s jobs whose handler or listeners the calling thread runs."""
+    return {job.id for job in getattr(HELD, "jobs", ()) if job._worker is worker}
+
 
 LOCK_ERRORS = {-1: "the job no longer exists", -2: "its lock had expired",
                -3: "it was no longer active", -4: "it still has pending children",
@@ -87,6 +99,13 @@ class Outcome:
     value: str                     # the returnvalue's JSON text, or the failedReason
     fields: List[str] = field(default_factory=list)   # extra job fields (stacktrace...)
     result: Any = None             # the Python return value, or the exception
+    made: float = field(default_factory=time.monotonic)   # when the handler returned
+
+    @property
+    def give_up_at(self) -> float:
+        """Until when (monotonic) its write is retried: one lock duration after its
+        handler returned. Then the job is left to stall recovery (see ``Finisher``)."""
+        return self.made + float(self.job._worker.lock_duration_ms) / 1000.0
 
     def event(self) -> Dict[str, str]:
         """The fields of the event its write adds to the events stream."""
@@ -102,11 +121,13 @@ class JobRunner:
         self.keys = worker.keys
         self._tokens = Counter()
 
-    def run_script(self, name: str, keys: List[str], args: List[Any]) -> Any:
-        """Run a finishing script through a Redis blip (``write_through_blip``), while
-        the lock renewer keeps the job's lock."""
+    def run_script(self, name: str, keys: List[str], args: List[Any],
+                   until: Optional[float] = None) -> Any:
+        """Run a finishing script through a Redis blip (``write_through_blip``) for up to
+        one lock duration, or until the monotonic ``until`` if sooner, while the lock
+        renewer keeps the job's lock."""
         return write_through_blip(lambda: self.w._run_hot_script(name, keys, args),
-                                  self.w.lock_duration_ms / 1000.0)
+                                  self.w.lock_duration_ms / 1000.0, until)
 
     def fetch_opts(self, count: int) -> Dict[str, Any]:
         """Options of the scripts that take jobs. Lock tokens are BullMQ's form,
@@ -274,7 +295,8 @@ class JobRunner:
         call, reply = sent if sent is not None else (
             self.finish_call(outcomes, fetch, parent), None)
         if reply is None:       # not sent, or its pipeline failed (it may have run: the same
-            reply = self.run_script("moveToFinished", call.keys, call.args)  # call, told apart)
+            reply = self.run_script("moveToFinished", call.keys, call.args,  # call, told apart)
+                                    until=min(o.give_up_at for o in outcomes))
         elif isinstance(reply, BaseException):
             raise reply
         codes, jobs, parent_jobs, ttl, next_delayed = cast(

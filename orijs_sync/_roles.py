@@ -89,21 +89,26 @@ class Role:
         return threading.current_thread() in self._threads
 
     def join(self, timeout: Optional[float] = None) -> bool:
+        """Join its threads but the calling one (stopping from one of its own steps: a
+        listener it called), which ends on its own once the step returns."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        for thread in self._threads:
+        others = [t for t in self._threads if t is not threading.current_thread()]
+        for thread in others:
             thread.join(None if deadline is None else max(deadline - time.monotonic(), 0.0))
-        return not any(thread.is_alive() for thread in self._threads)
+        return not any(thread.is_alive() for thread in others)
 
     def stop(self, deadline: Optional[float] = None) -> bool:
-        """Join the thread (its stop event already set), interrupting its blocking call
-        until it ends; False if it still runs at the monotonic ``deadline`` (the daemon
-        thread is then left to end on its own)."""
-        self.interrupt()
-        while not self.join(0.2):
+        """Join the threads (the stop event already set), interrupting a blocking call
+        until they end; False if one still runs at the monotonic ``deadline`` (the daemon
+        thread is then left to end on its own). The calling thread is not waited for."""
+        own = self.is_current_thread()        # not in a blocking call: nothing to cut
+        while True:
+            if not own:
+                self.interrupt()
+            if self.join(0.2):
+                return True
             if deadline is not None and time.monotonic() > deadline:
                 return False
-            self.interrupt()
-        return True
 
 
 class Periodic(Role):

@@ -20,7 +20,7 @@ from ._futures import wait_timeout
 from ._local import LOCAL
 from ._locks import LockRenewer, lock_retry_interval
 from ._pools import deadline_of, remaining
-from ._processing import BackoffStrategy, JobRunner, Outcome
+from ._processing import HELD, BackoffStrategy, JobRunner, Outcome, held_here
 from ._roles import backoff_delay, run_until_signalled
 from ._routing import ProcessorLike, as_processor
 from ._util import Seconds, now_ms, script_json
@@ -124,7 +124,10 @@ class Worker:
         """A forked child does not run (nor share) its parent's worker: a started copy
         becomes inert, ``start()`` refuses, ``close()`` only closes this process's
         connections. Its active jobs are the parent's: their locks are never renewed
-        nor their outcomes written here. A never-started copy may start here."""
+        nor their outcomes written here. A never-started copy may start here, with an
+        id (and so lock tokens) of its own: a sibling's stale write is then refused."""
+        self.id = uuid.uuid4().hex
+        self._runner = JobRunner(self)          # its token counter and lock start afresh
         self._cv = threading.Condition()
         self._fetch_stop = threading.Event()
         self._shutdown_requested = threading.Event()
@@ -250,7 +253,9 @@ class Worker:
 
         From inside one of this worker's handlers, close() cannot wait for the calling job:
         it stops fetching and returns False at once; a closer thread finishes closing
-        (the calling job's outcome written first) once the handler returns."""
+        (the calling job's outcome written first) once the handler returns. From one of
+        its listeners, it waits for every job but those whose listeners the calling thread
+        runs, and joins every thread but the calling one, which ends once it returns."""
         timeout = wait_timeout(timeout)
         handling: object = getattr(_handling, "worker", None)
         if handling is self:
@@ -306,8 +311,12 @@ class Worker:
         return drained
 
     def _wait_idle(self, timeout: Optional[float]) -> bool:
+        """Wait until no job runs but those the calling thread runs or writes (close() or
+        pause() from a handler or a listener must not wait for its own job)."""
+        own = held_here(self)
         with self._cv:
-            return self._cv.wait_for(lambda: not self._active and self._free == self.concurrency,
+            return self._cv.wait_for(lambda: self._active.keys() <= own and
+                                     self._free + len(self._active) >= self.concurrency,
                                      timeout)
 
     def _wait_closed(self, timeout: Optional[float]) -> bool:
@@ -328,7 +337,8 @@ class Worker:
 
     # -- local pause -------------------------------------------------------
     def pause(self, wait: bool = True, timeout: Optional[float] = None) -> None:
-        """Stop taking new jobs in this worker; with ``wait``, until active jobs finish."""
+        """Stop taking new jobs in this worker; with ``wait``, until active jobs finish
+        (from a handler or a listener: all but the calling thread's own)."""
         check.boolean(wait, "wait")
         timeout = wait_timeout(timeout)
         with self._cv:
@@ -452,10 +462,14 @@ class Worker:
         try:
             self._dispatch(job)
         except RuntimeError:     # the handler pool is shut down
-            log.warning("worker %s closed before job %s handed to it ran; it stalls and "
-                        "goes back to wait", self.name, job.id)
-            self._let_go([job])
-            self._give_back_slots(1)
+            self._let_go_unrun(job)
+
+    def _let_go_unrun(self, job: Job) -> None:
+        """A job taken for this worker after it closed: it stalls (stays active)."""
+        log.warning("worker %s closed before job %s taken for it ran; it stalls and goes "
+                    "back to wait", self.name, job.id)
+        self._let_go([job])
+        self._give_back_slots(1)
 
     def _run(self, job: Optional[Job]) -> None:
         """Pool thread: run jobs one after another, each by its own worker (the call
@@ -471,6 +485,7 @@ class Worker:
         (retried, delayed...) frees its slot."""
         outcome = None
         _handling.worker = self       # close() from the handler must not wait for it
+        HELD.jobs = (job,)            # nor pause()
         try:
             job._read_taken()
             outcome = self._runner.process(job)
@@ -479,6 +494,7 @@ class Worker:
                           self.name, job.id)
         finally:
             _handling.worker = None
+            HELD.jobs = ()
         if outcome is None:
             self._let_go([job])
             self._give_back_slots(1)
@@ -490,8 +506,8 @@ class Worker:
         try:
             return self._finisher.write([outcome], keep_one=True)  # type: ignore[no-any-return]
         except Exception:  # noqa: BLE001 - kept by the finisher, written on its next try
-            log.warning("worker %s: writing job %s failed; the finisher retries it",
-                        self.name, outcome.job.id, exc_info=True)
+            log.warning("worker %s: writing job %s failed; the finisher retries it (for one "
+                        "lock duration)", self.name, outcome.job.id, exc_info=True)
             return None
 
     def _after_finish(self, batch: List[Outcome], next_jobs: List[Job],
@@ -512,9 +528,13 @@ class Worker:
                     job._worker._active[job.id] = job
         LOCAL.released(self.connection, self.keys.marker, [o.job.id for o in batch])
         self._give_back_slots(len(batch) - len(own))
-        kept = next_jobs.pop(0) if keep_one and next_jobs else None
+        runnable = [job for job in next_jobs if job._worker._state != "closed"]
+        for job in next_jobs:      # its worker closed from a listener of this batch
+            if job not in runnable:
+                job._worker._let_go_unrun(job)
+        kept = runnable.pop(0) if keep_one and runnable else None
         assert self._engine is not None
-        for job in next_jobs:
+        for job in runnable:
             self._engine.executor.submit(self._run, job)
         return kept
 

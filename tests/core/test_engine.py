@@ -13,7 +13,7 @@ from typing import Dict, Iterator, List
 
 import pytest
 
-from orijs_sync import Queue, Worker, WorkerGroup, errors
+from orijs_sync import Queue, Worker, WorkerGroup, errors, worker_group
 from orijs_sync.connection import RedisConnection
 from orijs_sync.testing import wait_until
 
@@ -149,24 +149,46 @@ def test_pausing_one_queue_leaves_the_others_running(conn, group, namespace):
             w.close()
 
 
-def test_queues_join_and_leave_a_running_engine_without_waiting_a_block(conn, group, namespace):
-    # drain_delay=600: without an interrupt of the block, a new queue would wait 10 min
+def add_from_another_process(redis_url: str, name: str) -> None:
+    """Add a job as another process does: no Worker of this one can take it in the add's
+    own call (see _local), so only a fetch, woken by the queue's marker, takes it."""
+    code = f"from orijs_sync import Queue; Queue({name!r}, connection={redis_url!r}).add('x', {{}})"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def fetcher_blocked(r, client_name: str) -> bool:
+    """The engine's fetcher (its connection named ``client_name``) is in a BZPOPMIN."""
+    return any(c.get("name") == client_name and c.get("cmd") == "bzpopmin" and
+               "b" in c.get("flags", "") for c in r.client_list())
+
+
+def test_queues_join_and_leave_a_running_engine_without_waiting_a_block(conn, namespace,
+                                                                        redis_url, r,
+                                                                        monkeypatch):
+    # Blocks of 10 min: a queue that joins is served only if its join wakes the fetcher
+    # out of its block on the first queue's marker (drain_delay=600 likewise).
+    monkeypatch.setattr(worker_group, "GROUP_BLOCK", 600.0)
+    group = WorkerGroup(conn, name=f"join-{namespace}")
     first = Worker(f"join-{namespace}-a", lambda j: "a", group=group, drain_delay=600).start()
     later = f"join-{namespace}-b"
+    completed = Queue(later, connection=conn).get_job_counts
     try:
-        time.sleep(0.5)                           # the fetcher blocks on a's marker now
-        second = Worker(later, lambda j: "b", group=group, drain_delay=600).start()
-        time.sleep(0.5)                           # b's first fetch found nothing: it waits
-        Queue(later, connection=conn).add("x", {})
-        wait_until(lambda: Queue(later, connection=conn).get_job_counts(
-            "completed")["completed"] == 1, 20)
-        first.close()                             # a leaves; b still served
-        Queue(later, connection=conn).add("x", {})
-        wait_until(lambda: Queue(later, connection=conn).get_job_counts(
-            "completed")["completed"] == 2, 20)
-        second.close()
+        wait_until(lambda: fetcher_blocked(r, f"orijs:group:{group.name}"), 20,
+                   what="the fetcher blocking on the first queue's marker")
+        second = Worker(later, lambda j: "b", group=group, drain_delay=600)
+        drained = threading.Event()
+        second.on("drained", drained.set)
+        second.start()
+        wait_until(drained.is_set, 20, what="the joining queue's first fetch (a wake)")
+        add_from_another_process(redis_url, later)
+        wait_until(lambda: completed("completed")["completed"] == 1, 20,
+                   what="the job taken by a fetch its marker woke")
+        first.close(timeout=10)                   # a leaves; b still served
+        add_from_another_process(redis_url, later)
+        wait_until(lambda: completed("completed")["completed"] == 2, 20)
+        assert second.close(timeout=10) is True
     finally:
-        first.close()
+        group.close(timeout=10)
 
 
 def test_stalled_jobs_are_recovered_per_queue(conn, group, redis_url, namespace):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from typing import Any, List
 
 import pytest
@@ -15,6 +14,8 @@ from orijs_sync import FlowProducer, Queue, QueueEvents, Worker, errors
 from orijs_sync._local import LOCAL, Handing
 from orijs_sync.events.completion_tracker import CompletionTracker
 from orijs_sync.testing import wait_until
+
+from engine_state import waits_on_marker
 from orijs_sync.workflows import BullMQWorkflowProvider, Workflow
 
 
@@ -31,21 +32,20 @@ def counting(worker: Worker) -> List[str]:
 
 
 def test_an_add_hands_its_job_to_a_free_worker_of_the_process(queue, redis_url, qname, r):
-    worker = Worker(qname, lambda job: job.data["i"] * 2, connection=redis_url, concurrency=4)
+    worker = Worker(qname, lambda job: job.data["i"] * 2, connection=redis_url, concurrency=4,
+                    drain_delay=60)
     calls = counting(worker)
     with worker:
-        wait_until(lambda: "moveToActive" in calls)        # found the queue empty
-        time.sleep(0.2)
+        wait_until(lambda: waits_on_marker(worker), what="the queue found empty")
         for i in range(3):
             calls.clear()
             job = queue.add("x", {"i": i})
-            wait_until(lambda: queue.get_job_state(job.id) == "completed")
-            time.sleep(0.2)                    # room for a fetch a marker would cause
+            wait_until(lambda: queue.get_job_state(job.id) == "completed" and
+                       worker._free == 4 and waits_on_marker(worker))
+            assert r.zscore(queue.keys.marker, "0") is None     # nothing wakes a fetcher
             assert calls == ["moveToFinished"], calls      # no take of its own
             stored = queue.get_job(job.id)
             assert stored.returnvalue == i * 2 and stored.attempts_made == 1
-            assert r.zscore(queue.keys.marker, "0") is None     # nothing wakes a fetcher
-        wait_until(lambda: worker._free == 4)
     events = [fields["event"] for _, fields in r.xrange(queue.keys.events)]
     assert events.count("added") == events.count("active") == events.count("completed") == 3
 
@@ -58,19 +58,19 @@ def test_a_write_that_finds_the_queue_empty_sends_no_fetch_after_it(queue, redis
     gate = threading.Semaphore(0)
     jobs = [queue.add("x", {}) for _ in range(2)]
     worker = Worker(qname, lambda job: gate.acquire(timeout=10), connection=redis_url,
-                    concurrency=1)
+                    concurrency=1, drain_delay=60)
     calls = counting(worker)
     with worker:
         gate.release(2)
         wait_until(lambda: all(queue.get_job_state(j.id) == "completed" for j in jobs))
-        wait_until(lambda: worker._free == 1, 5, "the slot free")
-        time.sleep(0.3)                        # room for a fetch
+        wait_until(lambda: worker._free == 1 and waits_on_marker(worker), 20,
+                   "the slot free, the queue found empty")
         assert calls == ["moveToActive", "moveToFinished", "moveToFinished"], calls
         calls.clear()
         job = queue.add("x", {})
         gate.release()
-        wait_until(lambda: queue.get_job_state(job.id) == "completed")
-        time.sleep(0.2)
+        wait_until(lambda: queue.get_job_state(job.id) == "completed" and
+                   worker._free == 1 and waits_on_marker(worker))
         assert calls == ["moveToFinished"], calls      # handed by the add
 
 
@@ -140,20 +140,19 @@ def test_a_flow_hands_its_leaves_to_free_workers_of_the_process(redis_url, qname
     flows = FlowProducer(redis_url)
     done = threading.Event()
     leaves = Worker(f"{qname}.leaf", lambda job: job.data, connection=redis_url,
-                    concurrency=4)
+                    concurrency=4, drain_delay=60)
     calls = counting(leaves)
     with leaves, Worker(qname, lambda job: done.set(), connection=redis_url):
-        wait_until(lambda: "moveToActive" in calls)        # found the queue empty
-        time.sleep(0.2)
+        wait_until(lambda: waits_on_marker(leaves), what="the leaves' queue found empty")
         calls.clear()
         node = flows.add({"name": "root", "queue_name": qname, "children": [
             {"name": "leaf", "queue_name": f"{qname}.leaf", "data": i} for i in (1, 2)]})
         assert done.wait(10)
-        time.sleep(0.2)                    # room for a fetch a marker would cause
-        assert calls == ["moveToFinished", "moveToFinished"], calls
+        wait_until(lambda: leaves._free == 4 and waits_on_marker(leaves), 20,
+                   "every slot back, the queue found empty")
         assert r.zscore(flows.queue(f"{qname}.leaf").keys.marker, "0") is None
+        assert calls == ["moveToFinished", "moveToFinished"], calls
         assert sorted(node.job.get_children_values().values()) == [1, 2]
-        wait_until(lambda: leaves._free == 4, 5, "every slot back")
     flows.close()
 
 

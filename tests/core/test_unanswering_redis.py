@@ -130,3 +130,56 @@ def test_close_without_timeout_returns_when_redis_freezes_under_an_idle_worker(m
     finally:
         os.kill(pid, signal.SIGCONT)
         server.stop()
+
+
+@pytest.mark.parametrize("jobs", [1, 2], ids=["written-by-its-handler-thread",
+                                             "written-by-the-finisher"])
+def test_close_without_timeout_gives_up_an_outcome_about_a_lock_after_its_handler(monkeypatch,
+                                                                                  qname, jobs):
+    """Redis freezes (SIGSTOP: sockets open, no answer) while jobs run: their outcomes are
+    retried for one lock duration after the handlers return, then left to stall recovery,
+    so close(timeout=None) returns within about the lock (plus socket timeouts). Once Redis
+    answers again, another worker's stalled checker takes the jobs: nothing is lost."""
+    monkeypatch.setattr(connection, "DEFAULT_SOCKET_TIMEOUT", 1.0)
+    lock = 3.0
+    server = RedisServer().start()
+    pid = server.pid
+    running, release = threading.Semaphore(0), threading.Event()
+    reported = []
+
+    def handler(job):
+        running.release()
+        release.wait(GUARD)
+        return "first"
+
+    try:
+        with Queue(qname, connection=server.url) as queue:
+            added = [queue.add("x", {}) for _ in range(jobs)]
+            worker = Worker(qname, handler, connection=server.url, lock_duration=lock,
+                            drain_delay=0.5, skip_stalled_check=True, concurrency=jobs)
+            worker.on("error", reported.append)
+            worker.start()
+            for _ in added:
+                assert running.acquire(timeout=GUARD)
+            os.kill(pid, signal.SIGSTOP)
+            released = time.monotonic()
+            release.set()
+            outcome = _outcome_of(lambda: worker.close(timeout=None))
+            took = time.monotonic() - released
+            assert outcome is True, outcome
+            assert took < lock + 6 * connection.DEFAULT_SOCKET_TIMEOUT, took
+            assert not [t for t in threading.enumerate()
+                        if t.name.startswith("orijs-") and qname in t.name]
+            assert any(isinstance(e, errors.LockLost) for e in reported)
+            os.kill(pid, signal.SIGCONT)
+            assert [queue.get_job_state(j.id) for j in added] == ["active"] * jobs  # left
+            with Worker(qname, lambda j: "taken over", connection=server.url,
+                        stalled_interval=0.3, drain_delay=0.5):
+                wait_until(lambda: all(queue.get_job_state(j.id) == "completed"
+                                       for j in added), GUARD,
+                           what="the stalled checker takes the jobs over")
+            assert [queue.get_job(j.id).returnvalue for j in added] == ["taken over"] * jobs
+    finally:
+        release.set()
+        os.kill(pid, signal.SIGCONT)
+        server.stop()

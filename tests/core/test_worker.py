@@ -16,6 +16,8 @@ from orijs_sync import Worker, errors
 from orijs_sync._local import LOCAL
 from orijs_sync.testing import orijs_threads, wait_until
 
+from engine_state import waits_on_marker
+
 
 def test_processes_a_job_and_stores_the_result_as_bullmq(queue, events, redis_url, qname, r):
     job = queue.add("send", {"to": "a@example.com"})
@@ -250,7 +252,8 @@ def test_a_lone_job_costs_one_fetch(redis_url, qname, queue, r):
     call that finds nothing more to take clears the base marker its take left, so the
     worker neither looks again at once nor wakes on that marker to find nothing."""
     fetches: List[str] = []
-    worker = Worker(qname, lambda job: job.data["i"], connection=redis_url, concurrency=4)
+    worker = Worker(qname, lambda job: job.data["i"], connection=redis_url, concurrency=4,
+                    drain_delay=60)
     run = worker._run_hot_script
 
     def counted(name, keys, args):
@@ -258,14 +261,14 @@ def test_a_lone_job_costs_one_fetch(redis_url, qname, queue, r):
         return run(name, keys, args)
     worker._run_hot_script = counted          # type: ignore[method-assign]
     with worker:
-        wait_until(lambda: "moveToActive" in fetches)       # found the queue empty
         LOCAL.remove_worker(worker)     # the adds are as another process's: no hand-off
-        time.sleep(0.2)
+        wait_until(lambda: waits_on_marker(worker), what="the queue found empty")
         for i in range(3):
             fetches.clear()
             queue.add("x", {"i": i})
-            wait_until(lambda: queue.get_job_counts("completed")["completed"] == i + 1)
-            time.sleep(0.3)        # room for the extra look and the wake on a stale marker
+            wait_until(lambda: queue.get_job_counts("completed")["completed"] == i + 1 and
+                       worker._free == 4 and waits_on_marker(worker) and
+                       r.zscore(queue.keys.marker, "0") is None)
             assert fetches.count("moveToActive") == 1, fetches
             assert fetches.count("moveToFinished") == 1, fetches
     assert r.zscore(queue.keys.marker, "0") is None
@@ -288,12 +291,13 @@ def test_a_take_leaves_the_base_marker_only_while_more_jobs_wait(redis_url, qnam
         worker.close()
 
 
-def test_a_parent_its_last_childs_write_takes_costs_no_fetch(redis_url, qname, queue):
+def test_a_parent_its_last_childs_write_takes_costs_no_fetch(redis_url, qname, queue, r):
     """The flow's add takes its child for the worker, and the write of the last child
     moves the parent to wait and takes it in the same call: the worker never fetches."""
     from orijs_sync import FlowProducer
     fetches: List[str] = []
-    worker = Worker(qname, lambda job: job.name, connection=redis_url, concurrency=2)
+    worker = Worker(qname, lambda job: job.name, connection=redis_url, concurrency=2,
+                    drain_delay=60)
     run = worker._run_hot_script
 
     def counted(name, keys, args):
@@ -301,11 +305,12 @@ def test_a_parent_its_last_childs_write_takes_costs_no_fetch(redis_url, qname, q
         return run(name, keys, args)
     worker._run_hot_script = counted          # type: ignore[method-assign]
     with worker, FlowProducer(connection=redis_url) as flows:
-        wait_until(lambda: "moveToActive" in fetches)       # found the queue empty
-        time.sleep(0.2)
+        wait_until(lambda: waits_on_marker(worker), what="the queue found empty")
         fetches.clear()
         node = flows.add({"name": "parent", "queue_name": qname,
                           "children": [{"name": "child", "queue_name": qname}]})
-        wait_until(lambda: queue.get_job_state(node.job.id) == "completed")
-        time.sleep(0.3)              # room for a wake on a stale marker
+        wait_until(lambda: queue.get_job_state(node.job.id) == "completed" and
+                   worker._free == 2 and waits_on_marker(worker) and
+                   r.zscore(queue.keys.marker, "0") is None,
+                   what="the parent completed, the queue found empty, no marker left")
         assert fetches == ["moveToFinished", "moveToFinished"], fetches

@@ -5,6 +5,7 @@ so the objects are either pickled (Queue, FlowProducer, RedisConnection) or made
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 from typing import Any, Dict, Optional
@@ -157,3 +158,31 @@ def workflow_child(provider: Optional[BullMQWorkflowProvider], url: str,
     finally:
         if own:
             provider.stop()
+
+
+# -- one Worker built in the parent, started in forked children --------------------
+def token_handler(url: str, tokens: str, namespace: str) -> Any:
+    """A handler recording ``[pid, lock token]`` in the list ``tokens``, then holding its
+    job until ``{namespace}:release:{pid}`` is set; it returns the pid."""
+    def handle(job: Any) -> int:
+        r = redis.Redis.from_url(url, decode_responses=True)
+        r.rpush(tokens, json.dumps([os.getpid(), job.token]))
+        release = f"{namespace}:release:{os.getpid()}"
+        wait_until(lambda: r.exists(release), 60, "the test's release")
+        return os.getpid()
+    return handle
+
+
+def error_recorder(url: str, key: str) -> Any:
+    """An ``error`` listener appending ``{pid}:{error class}`` to the list ``key``."""
+    def record(exc: BaseException) -> None:
+        redis.Redis.from_url(url).rpush(key, f"{os.getpid()}:{type(exc).__name__}")
+    return record
+
+
+def run_until_key(worker: Worker, url: str, stop: str) -> None:
+    """Start the (inherited, never started) worker; close it once ``stop`` is set."""
+    worker.start()
+    r = redis.Redis.from_url(url)
+    wait_until(lambda: r.exists(stop), 120, "the test's stop")
+    worker.close(timeout=10)

@@ -96,3 +96,29 @@ def run_in_child(mode: str, fn: Callable[..., Any], *args: Any, timeout: float =
     if mode == "os.fork":
         return _os_fork(fn, args, timeout)
     return _multiprocessing(mode, fn, args, timeout)
+
+
+def start_child(fn: Callable[..., Any], *args: Any) -> int:
+    """``fn(*args)`` in an ``os.fork()`` child running beside the test (which coordinates
+    with it through Redis); its PID. The child leaves by ``os._exit``, never running the
+    parent's cleanup; the test ends it with :func:`end_child`."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            fn(*args)
+            code = 0
+        finally:
+            os._exit(code)
+    return pid
+
+
+def end_child(pid: int, timeout: float = 20.0) -> None:
+    """Wait for a child of :func:`start_child`; SIGKILL it (by its PID) after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.waitpid(pid, os.WNOHANG)[0]:
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)

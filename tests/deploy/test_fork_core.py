@@ -4,14 +4,16 @@ running threads); the child must get its own connections and threads, never touc
 the parent's pending state, and the parent must carry on unharmed."""
 from __future__ import annotations
 
+import json
 import os
+import signal
 import threading
 
 import pytest
 import redis
 
 import fork_cases
-from forking import MODES, run_in_child
+from forking import MODES, end_child, run_in_child, start_child
 from orijs_sync import FlowProducer, Queue, QueueEvents, Worker, WorkerGroup
 from orijs_sync._timer import Timer
 from orijs_sync.connection import RedisConnection
@@ -192,3 +194,45 @@ def test_timer_runs_its_own_entries_never_the_parents(mode, redis_url, namespace
                                                    f"parent-entry@{os.getpid()}"])
     timer.stop()
     client.close()
+
+
+def test_a_worker_built_before_fork_gets_its_own_lock_tokens_in_each_child(redis_url, qname,
+                                                                          namespace, r):
+    """One Worker built in the parent, started in two forked children: a child frozen
+    while its lock expired, whose job another child took over, must not write the job
+    when it wakes (its lock token is not the new owner's), nor make the owner lose it."""
+    tokens, stop = f"{namespace}:tokens", f"{namespace}:stop"
+    queue = Queue(qname, redis_url)
+    job = queue.add("x", {})
+    worker = Worker(qname, fork_cases.token_handler(redis_url, tokens, namespace), redis_url,
+                    lock_duration=1, skip_stalled_check=True, stalled_interval=0.2,
+                    drain_delay=0.5)
+    worker.on("error", fork_cases.error_recorder(redis_url, f"{namespace}:errors"))
+    children = []
+    try:
+        children.append(start_child(fork_cases.run_until_key, worker, redis_url, stop))
+        wait_until(lambda: r.llen(tokens) == 1, 20, "the first child takes the job")
+        os.kill(children[0], signal.SIGSTOP)           # frozen: its lock expires
+        wait_until(lambda: worker._check_stalled() or queue.get_job_state(job.id) == "waiting",
+                   20, "the stalled check moves the job back to wait", interval=0.1)
+        children.append(start_child(fork_cases.run_until_key, worker, redis_url, stop))
+        wait_until(lambda: r.llen(tokens) == 2, 20, "the second child takes the job over")
+        (first, stale), (second, owner) = [json.loads(t) for t in r.lrange(tokens, 0, -1)]
+        assert r.get(queue.keys.lock(job.id)) == owner
+        os.kill(first, signal.SIGCONT)
+        r.set(f"{namespace}:release:{first}", 1)       # the stale write
+        wait_until(lambda: r.lrange(f"{namespace}:errors", 0, -1), 20,
+                   "the first child's write refused")
+        assert queue.get_job_state(job.id) == "active", "a stale write was accepted"
+        assert r.lrange(f"{namespace}:errors", 0, -1) == [f"{first}:LockLost"]
+        r.set(f"{namespace}:release:{second}", 1)
+        wait_until(lambda: queue.get_job_state(job.id) == "completed", 20)
+        assert queue.get_job(job.id).returnvalue == second
+        assert len({stale.split(":")[0], owner.split(":")[0], worker.id}) == 3  # own ids
+    finally:
+        r.set(stop, 1)
+        for pid in children:
+            r.set(f"{namespace}:release:{pid}", 1)
+            os.kill(pid, signal.SIGCONT)
+            end_child(pid)
+        queue.close()
