@@ -436,15 +436,19 @@ class Engine:
         self._changed += 1
         self._cv.notify_all()
 
-    def changed(self, worker: "Worker") -> None:
+    def changed(self, worker: "Worker", *, by_redis: bool = True) -> None:
         """A worker's slots, pause or state changed (or a thread was freed): the
-        fetcher reconsiders it now, woken in Redis if need be."""
+        fetcher reconsiders it now, woken in Redis if need be. ``by_redis=False`` (a
+        close, which must not wait on Redis): a block is cut on this side instead."""
         with self._cv:
             if id(worker) in self._workers:   # its marker is waited on only while it may fetch
                 self._listen(worker)
             self._touch()
             wakes = self._wakes_due(worker)
-        self._send_wakes(wakes)
+        if by_redis:
+            self._send_wakes(wakes)
+        else:
+            self._interrupt(wakes)
 
     def _wakes_due(self, worker: "Optional[Worker]") -> List[Optional[int]]:
         """Under ``_cv``: the blockers to wake, each once per block: the watchers whose
@@ -477,10 +481,15 @@ class Engine:
         except Exception:  # noqa: BLE001 - Redis unreachable: cut the blocks instead
             log.debug("engine %s: wake by Redis failed; interrupting", self.label,
                       exc_info=True)
-            for shard in shards:
-                blocker = self._fetcher if shard is None else self._watchers.get(shard)
-                if blocker is not None:
-                    blocker.interrupt()
+            self._interrupt(shards)
+
+    def _interrupt(self, shards: List[Optional[int]]) -> None:
+        """Cut the blocks of ``shards`` (None: the fetcher's) on this side, with no call
+        to Redis (they read again at once)."""
+        for shard in shards:
+            blocker = self._fetcher if shard is None else self._watchers.get(shard)
+            if blocker is not None:
+                blocker.interrupt()
 
 
 def _conditions() -> Tuple[threading.Condition, threading.Condition]:

@@ -296,7 +296,7 @@ class Worker:
         deadline = deadline_of(timeout)
         engine = self._engine
         if engine is not None:
-            engine.changed(self)            # the fetcher stops fetching for this queue
+            engine.changed(self, by_redis=False)   # the fetcher stops fetching this queue
         drained = self._wait_idle(remaining(deadline))
         if engine is not None:
             engine.remove(self, drained, deadline)
