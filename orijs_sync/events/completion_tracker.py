@@ -81,6 +81,7 @@ class CompletionTracker:
         # queue -> registrations whose job id is not mapped yet
         self._unmapped: Dict[str, int] = {}
         self._watched: Set[str] = set()
+        self._cancelling: Set[Tuple[str, str]] = set()   # (queue, job id): see remove_job
         self._timer = Timer("orijs-completion-timeouts")
         self._queue_events: Optional[QueueEvents] = None
         self._started = False
@@ -95,6 +96,7 @@ class CompletionTracker:
         self._job_ids = {}
         self._early = {}
         self._unmapped = {}
+        self._cancelling = set()
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> "CompletionTracker":
@@ -266,6 +268,25 @@ class CompletionTracker:
             self._cancelled(pending)
         return len(pendings)
 
+    def remove_job(self, queue_name: str, job_id: str, remove: Callable[[], bool]) -> bool:
+        """``remove()`` the job (True: removed), then cancel whoever waits on it here, on
+        the calling thread (so a ``cancel()`` runs the Future's callbacks before it
+        returns): the "removed" event it writes settles nothing meanwhile."""
+        key = (queue_name, job_id)
+        with self._lock:
+            self._cancelling.add(key)
+        try:
+            if not remove():
+                return False
+            with self._lock:
+                pendings = self._take_job(queue_name, job_id)
+        finally:
+            with self._lock:
+                self._cancelling.discard(key)
+        for pending in pendings:
+            self._cancelled(pending)
+        return True
+
     def _cancelled(self, pending: PendingCompletion) -> None:
         if pending.on_cancel is not None:
             self._call(pending.on_cancel)
@@ -290,6 +311,8 @@ class CompletionTracker:
         elif ev.event == "failed":
             outcome = errors.JobFailed(ev.fields.get("failedReason", ""), ev.job_id)
         with self._lock:
+            if ev.event == "removed" and (ev.queue, ev.job_id) in self._cancelling:
+                return          # remove_job settles them, on its caller's thread
             pendings = self._take_job(ev.queue, ev.job_id)
             # Buffer while any registration of the queue is unmapped: it may be for this job
             # (a duplicate idempotency key registered while the job finished).

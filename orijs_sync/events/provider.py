@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from .. import _fork, errors
 from .. import _validate as check
+from .._lanes import Lanes
 from .._pools import deadline_of, remaining
 from .._util import Seconds, to_seconds
 from ..job import Job
@@ -77,6 +78,8 @@ class BullMQEventProvider:
             prefix=self.queue_manager.prefix, logger=logger)
         self.scheduled_event_manager = scheduled_event_manager or ScheduledEventManager(
             queue_manager=self.queue_manager, logger=logger)
+        # the emit futures' done-callbacks run here, in order (see CheckedFuture)
+        self._callbacks = Lanes("orijs-event-callbacks")
         self._lock = threading.Lock()   # guards _state, _handlers and _before_start
         self._state = "new"             # new -> started -> stopped
         self._handlers: Dict[str, EventHandler] = {}    # event -> its current handler
@@ -114,7 +117,10 @@ class BullMQEventProvider:
 
     def stop(self, timeout: Optional[float] = None) -> None:
         """Workers first (active handlers finish, up to ``timeout`` seconds), then the
-        tracker (pending futures fail with ``ShutdownError``), then schedules. Idempotent."""
+        tracker (pending futures fail with ``ShutdownError``), then schedules, then the
+        callback thread (the callbacks queued run first). Idempotent. From a done-callback
+        of an emit's future, it returns once the rest is stopped; the callback thread
+        ends as that callback returns."""
         emits: List[Callable[[BaseException], Any]] = []
         with self._lock:
             state = self._state
@@ -137,7 +143,10 @@ class BullMQEventProvider:
                 left = remaining(deadline)
                 self.completion_tracker.stop(settle_timeout=5.0 if left is None else min(left, 5.0))
             finally:
-                self.scheduled_event_manager.stop()
+                try:
+                    self.scheduled_event_manager.stop()
+                finally:
+                    self._callbacks.close(deadline, drain=True)
 
     def __enter__(self) -> "BullMQEventProvider":
         return self.start()
@@ -221,7 +230,8 @@ class BullMQEventProvider:
         queue_name = self.queue_manager.get_queue_name(event_name)
         sub = EventSubscription(event_name, message.event_id, message.correlation_id,
                                 message.job_id, queue_name=queue_name,
-                                canceller=self._cancel_subscription)
+                                canceller=self._cancel_subscription,
+                                callbacks=self._callbacks)
 
         def send() -> None:
             self._send(sub, message, delay_s, wait, idempotency_key, expects_result)
@@ -293,10 +303,8 @@ class BullMQEventProvider:
         check.job_id(key, "key")
         self._check_started()
         queue = self.queue_manager.get_queue(event_name)
-        if not queue.remove(key, states=PENDING_STATES):   # atomic: never a job a handler took
-            return False
-        self.completion_tracker.cancel_job(queue.name, key)
-        return True
+        return self.completion_tracker.remove_job(   # atomic: never a job a handler took
+            queue.name, key, lambda: queue.remove(key, states=PENDING_STATES))
 
     def _cancel_subscription(self, sub: EventSubscription) -> bool:
         try:

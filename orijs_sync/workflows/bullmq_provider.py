@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, Union
 
 from .. import _fork, errors
 from .. import _validate as check
+from .._lanes import Lanes
 from .._pools import deadline_of, join_threads, remaining, shutdown_pools
 from .._util import Seconds, run_logged
 from ..connection import ConnectionLike, as_connection
@@ -94,6 +95,8 @@ class BullMQWorkflowProvider(ProviderBase):
                                              queue_class=queue_class)
         self.flow_registry = FlowRegistry(self._connection.client, queue_prefix, logger)
         self._aux = ThreadPoolExecutor(4, thread_name_prefix="orijs-workflow-aux")
+        # the handles' done-callbacks run here, in order (see CheckedFuture)
+        self._callbacks = Lanes("orijs-workflow-callbacks")
         self._processor = JobProcessor(self)
         self._by_queue: Dict[str, str] = {}    # workflow queue name -> workflow name
         self._workers: Dict[str, Tuple[Worker, Worker]] = {}
@@ -164,7 +167,9 @@ class BullMQWorkflowProvider(ProviderBase):
     def stop(self, timeout: Optional[float] = None) -> None:
         """Workers first (running steps finish), then the events thread, the timer and the
         pools, all within ``timeout`` seconds (past it a warning names what still runs);
-        pending handles fail with ``ShutdownError``. Idempotent."""
+        pending handles fail with ``ShutdownError``; last the callback thread (the
+        callbacks queued run first). Idempotent. From a handle's done-callback, it
+        returns once the rest is stopped; the callback thread ends as it returns."""
         deadline = deadline_of(timeout)
         with self._lock:
             if self._state == "stopped":
@@ -194,6 +199,9 @@ class BullMQWorkflowProvider(ProviderBase):
         self._producer.close()
         if self._owns_connection:
             self._connection.close()
+        if self._callbacks.close(deadline, drain=True):
+            self._log.warning("workflow provider stopped after %ss with a handle callback "
+                              "still running", timeout)
 
     # -- execute -----------------------------------------------------------
     def execute(self, workflow: Union[Workflow, str], data: Any = None, *,
@@ -210,7 +218,7 @@ class BullMQWorkflowProvider(ProviderBase):
         key, flow_id = call.key, call.flow_id
         tree = self.flow_builder.build(call.definition, flow_id, call.data, call.meta,
                                        self.default_step_options)
-        handle = FlowHandle(flow_id, key[0], self.get_status)
+        handle = FlowHandle(flow_id, key[0], self.get_status, self._callbacks)
         self._tracker.track(key)      # duplicates are Redis's to decide
         pending = self._tracker.add_pending(key, handle, call.timeout, self._on_timeout)  # FIRST
         queue = self._producer.queue(self.flow_builder.workflow_queue(key[0]))
@@ -363,7 +371,7 @@ class BullMQWorkflowProvider(ProviderBase):
             raise WorkflowNotFoundError(flow_id)
         self._watch(name)                                  # FIRST: events from now on
         key = (name, flow_id)
-        handle = FlowHandle(flow_id, name, self.get_status)
+        handle = FlowHandle(flow_id, name, self.get_status, self._callbacks)
         pending = self._tracker.add_pending(key, handle, effective, self._on_timeout)
         self._settle_from_redis(key, [pending])            # THEN: already finished?
         return handle
@@ -381,13 +389,13 @@ def _close_all(workers: List[Worker], deadline: Optional[float]) -> List[str]:
             with lock:
                 busy.append(worker.name)
 
-    threads = [threading.Thread(target=close, args=(w,), name=f"close-{w.name}", daemon=True)
+    threads = [threading.Thread(target=close, args=(w,), name=f"orijs-close-{w.name}", daemon=True)
                for w in workers]
     for thread in threads:
         thread.start()
     late = join_threads(threads, deadline)
     with lock:
-        closing = {f"{name[len('close-'):]} (closing)" for name in late}
+        closing = {f"{name[len('orijs-close-'):]} (closing)" for name in late}
         return sorted(set(busy) | closing)
 
 

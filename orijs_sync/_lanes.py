@@ -1,0 +1,122 @@
+"""Lanes: a few threads owned by a provider, each running its tasks one at a time, in
+the order they came. Two uses:
+
+- the providers' *senders*: ``emit()`` and ``execute()`` hand the Redis part of the
+  call (add the job or the flow, and what goes with it) to a lane and return their
+  Future at once, so a Redis that holds traffic (a network black hole) never holds the
+  caller past the Future's deadline. A caller thread's calls all go to one lane (its
+  thread id picks it): one thread's emits are added in the order it made them, as
+  when it added them itself; calls of different threads run side by side.
+- the providers' *callback lane*: done-callbacks of the Futures they hand out
+  (``add_done_callback``, ``subscribe``, ``catch``) that a library thread settles run
+  there, in order, never on a worker's handler thread (whose slot they would hold)
+  nor on a thread ``stop()`` joins. A callback may wait for another Future (results
+  are set by the threads that settle them, not by this lane); it may call ``stop()``.
+
+Threads start on first use. Each task runs in a copy of its submitter's
+``contextvars`` context. ``close()`` drops what is queued (each task's ``on_drop`` is
+called) or runs it first (``drain=True``), then joins every lane until a deadline,
+except the calling thread itself when it is one of them (a callback calling
+``stop()``): that lane ends as soon as its task returns.
+"""
+from __future__ import annotations
+
+import contextvars
+import logging
+import threading
+from collections import deque
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+
+from . import _fork
+from ._pools import join_threads
+
+log = logging.getLogger(__name__)
+
+Task = Tuple[contextvars.Context, Callable[[], Any], Optional[Callable[[], Any]]]
+
+
+class _Lane:
+    __slots__ = ("tasks", "thread")
+
+    def __init__(self) -> None:
+        self.tasks: Deque[Task] = deque()
+        self.thread: Optional[threading.Thread] = None
+
+
+class Lanes:
+    """Up to ``count`` threads named ``name-<n>``; see the module docstring."""
+
+    def __init__(self, name: str, count: int = 1) -> None:
+        self.name = name
+        self.count = count
+        self._cv = threading.Condition()   # guards every field below
+        self._lanes: Dict[int, _Lane] = {}
+        self._closed = False
+        _fork.track(self)
+
+    def _after_fork_in_child(self) -> None:
+        """The parent's queued tasks are the parent's: dropped, never run here; lanes
+        restart on first use."""
+        self._cv = threading.Condition()
+        self._lanes = {}
+
+    def submit(self, fn: Callable[[], Any], on_drop: Optional[Callable[[], Any]] = None,
+               key: Optional[int] = None) -> bool:
+        """Queue ``fn()`` on the lane of ``key`` (default: the calling thread's id);
+        False (nothing queued) once closed."""
+        index = (threading.get_ident() if key is None else key) % self.count
+        task: Task = (contextvars.copy_context(), fn, on_drop)
+        with self._cv:
+            if self._closed:
+                return False
+            lane = self._lanes.get(index)
+            if lane is None:
+                lane = self._lanes[index] = _Lane()
+            lane.tasks.append(task)
+            if lane.thread is None:
+                lane.thread = threading.Thread(target=self._run, args=(lane,), daemon=True,
+                                               name=f"{self.name}-{index}")
+                lane.thread.start()
+            else:
+                self._cv.notify_all()
+        return True
+
+    def is_current_thread(self) -> bool:
+        me = threading.current_thread()
+        with self._cv:
+            return any(lane.thread is me for lane in self._lanes.values())
+
+    def _run(self, lane: _Lane) -> None:
+        while True:
+            with self._cv:
+                while not lane.tasks and not self._closed:
+                    self._cv.wait()
+                if not lane.tasks:
+                    return
+                context, fn, _ = lane.tasks.popleft()
+            try:
+                context.run(fn)
+            except Exception:  # noqa: BLE001 - one task must not end the lane
+                log.exception("%s: task %r failed", self.name, fn)
+
+    def close(self, deadline: Optional[float] = None, drain: bool = False) -> List[str]:
+        """No new task from now on; queued tasks run first (``drain``) or are dropped
+        (their ``on_drop`` called here); then join the lanes until the monotonic
+        ``deadline``. Returns the names of lanes still running then. Idempotent."""
+        dropped: List[Task] = []
+        with self._cv:
+            self._closed = True
+            if not drain:
+                for lane in self._lanes.values():
+                    dropped.extend(lane.tasks)
+                    lane.tasks.clear()
+            threads = [lane.thread for lane in self._lanes.values() if lane.thread is not None]
+            self._cv.notify_all()
+        for context, _, on_drop in dropped:
+            if on_drop is not None:
+                try:
+                    context.run(on_drop)
+                except Exception:  # noqa: BLE001
+                    log.exception("%s: dropping task %r failed", self.name, on_drop)
+        return join_threads(threads, deadline)
+
