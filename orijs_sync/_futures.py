@@ -103,11 +103,12 @@ def _bounded_wait(wait: Callable[[Optional[float]], Any], done: Callable[[], boo
         raise on_timeout() from None
 
 
-def no_result(what: str, job_id: Optional[str], seconds: Optional[float]) -> errors.TimeoutError:
+def no_result(what: str, job_id: Optional[str], seconds: Optional[float],
+              why: str = "") -> errors.TimeoutError:
     """The error of a wait that timed out, naming what it waited for:
-    ``event 'order.created' (job 42) got no result within 5.0 s``."""
-    return errors.TimeoutError(f"{what} (job {job_id}) got no result within "
-                               f"{float(seconds or 0)} s")
+    ``event 'order.created' (job 42) got no result within 5.0 s`` (then ``why``)."""
+    named = f"{what} (job {job_id})" if job_id is not None else what
+    return errors.TimeoutError(f"{named} got no result within {float(seconds or 0)} s{why}")
 
 
 def result_or_named_timeout(fut: "Future[Any]", timeout: Optional[float], what: str,

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import queue
 import threading
-from collections import deque
-from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _fork
 from ._pools import join_threads
@@ -39,7 +39,8 @@ class _Lane:
     __slots__ = ("tasks", "thread")
 
     def __init__(self) -> None:
-        self.tasks: Deque[Task] = deque()
+        # a C queue: a put wakes the lane's thread with no lock handed back and forth
+        self.tasks: "queue.SimpleQueue[Optional[Task]]" = queue.SimpleQueue()
         self.thread: Optional[threading.Thread] = None
 
 
@@ -49,16 +50,18 @@ class Lanes:
     def __init__(self, name: str, count: int = 1) -> None:
         self.name = name
         self.count = count
-        self._cv = threading.Condition()   # guards every field below
+        self._lock = threading.Lock()   # guards every field below
         self._lanes: Dict[int, _Lane] = {}
         self._closed = False
+        self._pending = 0               # tasks queued or running
         _fork.track(self)
 
     def _after_fork_in_child(self) -> None:
         """The parent's queued tasks are the parent's: dropped, never run here; lanes
         restart on first use."""
-        self._cv = threading.Condition()
+        self._lock = threading.Lock()
         self._lanes = {}
+        self._pending = 0
 
     def submit(self, fn: Callable[[], Any], on_drop: Optional[Callable[[], Any]] = None,
                key: Optional[int] = None) -> bool:
@@ -66,52 +69,56 @@ class Lanes:
         False (nothing queued) once closed."""
         index = (threading.get_ident() if key is None else key) % self.count
         task: Task = (contextvars.copy_context(), fn, on_drop)
-        with self._cv:
+        with self._lock:
             if self._closed:
                 return False
             lane = self._lanes.get(index)
             if lane is None:
                 lane = self._lanes[index] = _Lane()
-            lane.tasks.append(task)
-            if lane.thread is None:
                 lane.thread = threading.Thread(target=self._run, args=(lane,), daemon=True,
                                                name=f"{self.name}-{index}")
                 lane.thread.start()
-            else:
-                self._cv.notify_all()
+            self._pending += 1
+            lane.tasks.put(task)      # under the lock: never after close()'s end mark
         return True
 
-    def is_current_thread(self) -> bool:
-        me = threading.current_thread()
-        with self._cv:
-            return any(lane.thread is me for lane in self._lanes.values())
+    def idle(self) -> bool:
+        """Nothing queued nor running (a test's way to know the calls given are done)."""
+        with self._lock:
+            return not self._pending
 
     def _run(self, lane: _Lane) -> None:
         while True:
-            with self._cv:
-                while not lane.tasks and not self._closed:
-                    self._cv.wait()
-                if not lane.tasks:
-                    return
-                context, fn, _ = lane.tasks.popleft()
+            task = lane.tasks.get()
+            if task is None:           # close()'s end mark
+                return
+            context, fn, _ = task
             try:
                 context.run(fn)
             except Exception:  # noqa: BLE001 - one task must not end the lane
                 log.exception("%s: task %r failed", self.name, fn)
+            finally:
+                with self._lock:
+                    self._pending -= 1
 
     def close(self, deadline: Optional[float] = None, drain: bool = False) -> List[str]:
         """No new task from now on; queued tasks run first (``drain``) or are dropped
         (their ``on_drop`` called here); then join the lanes until the monotonic
         ``deadline``. Returns the names of lanes still running then. Idempotent."""
         dropped: List[Task] = []
-        with self._cv:
+        with self._lock:
             self._closed = True
-            if not drain:
-                for lane in self._lanes.values():
-                    dropped.extend(lane.tasks)
-                    lane.tasks.clear()
+            for lane in self._lanes.values():
+                while not drain:
+                    try:
+                        task = lane.tasks.get_nowait()
+                    except queue.Empty:
+                        break
+                    if task is not None:
+                        dropped.append(task)
+                lane.tasks.put(None)
+            self._pending -= len(dropped)
             threads = [lane.thread for lane in self._lanes.values() if lane.thread is not None]
-            self._cv.notify_all()
         for context, _, on_drop in dropped:
             if on_drop is not None:
                 try:
@@ -119,4 +126,3 @@ class Lanes:
                 except Exception:  # noqa: BLE001
                     log.exception("%s: dropping task %r failed", self.name, on_drop)
         return join_threads(threads, deadline)
-

@@ -38,11 +38,13 @@ DEFAULT_TIMEOUT = 30.0
 
 
 class PendingCompletion:
-    __slots__ = ("on_success", "on_error", "on_cancel", "timer", "job_id", "label")
+    __slots__ = ("on_success", "on_error", "on_cancel", "timer", "job_id", "label", "expected_id")
 
     def __init__(self, on_success: OnSuccess, on_error: Optional[OnError],
-                 on_cancel: Optional[OnCancel], label: str) -> None:
+                 on_cancel: Optional[OnCancel], label: str,
+                 expected_id: Optional[str] = None) -> None:
         self.label = label
+        self.expected_id = expected_id      # the job id the add is to use (named on timeout)
         self.on_success = on_success
         self.on_error = on_error
         self.on_cancel = on_cancel
@@ -173,30 +175,41 @@ class CompletionTracker:
     # -- registration ------------------------------------------------------
     def register(self, queue_name: str, correlation_id: str, on_success: OnSuccess,
                  on_error: Optional[OnError] = None, *, timeout: Optional[float] = None,
-                 on_cancel: Optional[OnCancel] = None, label: Optional[str] = None) -> None:
+                 on_cancel: Optional[OnCancel] = None, label: Optional[str] = None,
+                 job_id: Optional[str] = None, watch: bool = True) -> None:
         """Wait for a job of ``queue_name``; ``timeout`` seconds (0 = none, None = default).
-        ``label`` names the wait in its timeout error (default: the queue)."""
+        ``label`` names the wait in its timeout error (default: the queue), with
+        ``job_id``, the id the job is to get, until ``map_job_id`` gives the real one.
+        ``watch=False``: the caller calls :meth:`watch` itself before adding the job (a
+        Redis call, left to the thread that adds it)."""
         seconds = self.default_timeout if timeout is None else to_seconds(timeout, "timeout")
-        self.watch(queue_name)
+        if watch:
+            self.watch(queue_name)
         with self._lock:
             self._check_running()
             by_corr = self._pending.setdefault(queue_name, {})
             if correlation_id in by_corr:
                 raise errors.InvalidArgument(f"correlation id {correlation_id!r} is already registered")
             pending = PendingCompletion(on_success, on_error, on_cancel,
-                                        label or f"queue {queue_name!r}")
+                                        label or f"queue {queue_name!r}", job_id)
             by_corr[correlation_id] = pending
             self._unmapped[queue_name] = self._unmapped.get(queue_name, 0) + 1
             if seconds:
                 pending.timer = self._timer.call_later(
                     seconds, lambda: self._time_out(queue_name, correlation_id, seconds))
 
-    def map_job_id(self, queue_name: str, job_id: str, correlation_id: str) -> None:
-        """Tie the job to the registration; settles at once if its outcome came early."""
+    def is_pending(self, queue_name: str, correlation_id: str) -> bool:
+        """The registration is still waiting (not settled, timed out nor cancelled)."""
+        with self._lock:
+            return correlation_id in self._pending.get(queue_name, {})
+
+    def map_job_id(self, queue_name: str, job_id: str, correlation_id: str) -> bool:
+        """Tie the job to the registration; settles at once if its outcome came early.
+        False when the registration is gone (it timed out, was cancelled or stopped)."""
         with self._lock:
             pending = self._pending.get(queue_name, {}).get(correlation_id)
             if pending is None or pending.job_id is not None:
-                return
+                return pending is not None
             pending.job_id = job_id
             self._job_ids.setdefault(queue_name, {}).setdefault(job_id, []).append(correlation_id)
             early = self._early.get(queue_name, {}).pop(job_id, None)
@@ -208,6 +221,7 @@ class CompletionTracker:
                 self.fail(queue_name, correlation_id, early.result)
             else:
                 self.complete(queue_name, correlation_id, early.result)
+        return True
 
     def _mapped_one(self, queue_name: str) -> None:
         """One registration of the queue is no longer unmapped (lock held)."""
@@ -298,7 +312,9 @@ class CompletionTracker:
             pending = self._pending.get(queue_name, {}).get(correlation_id)
             if pending is None:
                 return
-            error = no_result(pending.label, pending.job_id, seconds)
+            added = pending.job_id is not None
+            error = no_result(pending.label, pending.job_id or pending.expected_id, seconds,
+                              "" if added else ": Redis did not confirm the add in that time")
         self.fail(queue_name, correlation_id, error)
 
     def _on_event(self, ev: QueueEvent) -> None:
