@@ -418,6 +418,15 @@ class Engine:
             self._membership.wait_for(lambda: self._members != seen or self._stop.is_set(),
                                       timeout)
 
+    def membership(self, seen: int) -> Tuple[int, List["Worker"]]:
+        """The membership count (bumped when a worker comes or goes) and, when it is not
+        ``seen``, the workers (else none: a periodic role looks only after a change)."""
+        members = self._members            # (a hint, read again under the lock)
+        if members == seen:
+            return seen, []
+        with self._cv:
+            return self._members, list(self._workers.values())
+
     def marker_fired(self, marker: str) -> None:
         """A blocker popped ``marker``: its queues are looked at now (a watcher's pop
         wakes the fetcher, which may be blocked on its own shard)."""

@@ -4,6 +4,8 @@ the per-queue periodic roles (lock renewal, stalled checks). Each is a ``Role``:
 """
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import threading
 import time
@@ -346,18 +348,48 @@ class PerQueue(Role):
         self.e = engine
         self.name = name
         self.stalled = stalled
-        self._due: Dict[int, float] = {}     # this thread's own: worker id -> monotonic
+        # this thread's own: when each worker is due, a heap of (time, seq, worker id),
+        # so a pass costs what is due, not the number of queues (a thousand queues,
+        # each due on its own, woke it a hundred times a second to scan them all)
+        self._heap: List[Tuple[float, int, int]] = []
+        self._seq = itertools.count()
+        self._known: Dict[int, Tuple["Worker", int]] = {}   # worker id -> (it, its seq)
+        self._members = -1                                # the membership seen last
 
     def loop(self) -> None:
+        self._follow_membership()
         now = time.monotonic()
-        workers = self.e.workers()
-        live = {id(w) for w in workers}
-        self._due = {k: v for k, v in self._due.items() if k in live}
-        due = [w for w in workers if self._due.get(id(w), 0.0) <= now]
+        due: List["Worker"] = []
+        while self._heap and self._heap[0][0] <= now:
+            _, seq, key = heapq.heappop(self._heap)
+            known = self._known.get(key)
+            if known is not None and known[1] == seq:     # else: gone, or due again later
+                due.append(known[0])
         for w, delay in self._batch(due):
-            self._due[id(w)] = time.monotonic() + delay
-        nxt = min(self._due.values(), default=now + IDLE_WAIT)
+            self._due_in(w, delay)
+        nxt = self._heap[0][0] if self._heap else now + IDLE_WAIT
         self.e.wait_membership_change(min(max(nxt - time.monotonic(), 0.0), IDLE_WAIT))
+
+    def _follow_membership(self) -> None:
+        """Workers that joined are due now; those that left are forgotten (their heap
+        entries are skipped)."""
+        members, workers = self.e.membership(self._members)
+        if members == self._members:
+            return
+        self._members = members
+        live = {id(w): w for w in workers}
+        for key in [k for k, (w, _) in self._known.items() if live.get(k) is not w]:
+            del self._known[key]
+        for key, w in live.items():
+            if key not in self._known:
+                self._due_in(w, 0.0)
+
+    def _due_in(self, w: "Worker", delay: float) -> None:
+        if id(w) in self._known and self._known[id(w)][0] is not w:
+            return
+        seq = next(self._seq)
+        self._known[id(w)] = (w, seq)
+        heapq.heappush(self._heap, (time.monotonic() + delay, seq, id(w)))
 
     def _batch(self, due: List["Worker"]) -> List[Tuple["Worker", float]]:
         """Send the calls of the due workers; each one's delay until it is due again."""

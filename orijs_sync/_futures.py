@@ -1,12 +1,19 @@
 """Settling a ``concurrent.futures.Future`` from whichever thread comes first."""
 from __future__ import annotations
 
+import logging
 import math
+import threading
 from concurrent.futures import Future
-from typing import Any, Callable, Optional, cast
+from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 
 from . import _validate as check
 from . import errors
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._lanes import Lanes
+
+log = logging.getLogger(__name__)
 
 
 def settle(fut: "Future[Any]", result: Any = None, exc: Optional[BaseException] = None) -> bool:
@@ -36,7 +43,30 @@ def wait_timeout(timeout: Any, arg: str = "timeout") -> Optional[float]:
 
 
 class CheckedFuture(Future):  # type: ignore[type-arg]
-    """A Future whose waits check their timeout and time out with ``errors.TimeoutError``."""
+    """A Future whose waits check their timeout and time out with ``errors.TimeoutError``.
+
+    With a callback lane (``callbacks``, the provider's: see ``_lanes``), a done-callback
+    runs in the thread that settles the Future, as ``Future`` runs it (the caller's, for
+    one added after the outcome or settled by the caller's ``cancel()``), unless that
+    thread is one of the library's (a worker's handler thread, whose slot it would
+    hold; a thread ``stop()`` joins): then on that lane (in the settling thread once
+    the lane is closed)."""
+
+    def __init__(self, callbacks: "Optional[Lanes]" = None) -> None:
+        super().__init__()
+        self._callbacks = callbacks
+
+    def add_done_callback(self, fn: Callable[["Future[Any]"], object]) -> None:
+        lanes = self._callbacks
+        if lanes is None or self.done():
+            super().add_done_callback(fn)
+            return
+
+        def on_lane(fut: "Future[Any]") -> None:
+            if not _library_thread() or not lanes.submit(lambda: _call_back(fn, fut), key=0):
+                _call_back(fn, fut)
+
+        super().add_done_callback(on_lane)
 
     def result(self, timeout: Optional[float] = None) -> Any:
         return self._wait(super().result, timeout)
@@ -47,6 +77,18 @@ class CheckedFuture(Future):  # type: ignore[type-arg]
     def _wait(self, wait: Callable[[Optional[float]], Any], timeout: Any) -> Any:
         return _bounded_wait(wait, self.done, timeout,
                              lambda: errors.TimeoutError(f"not finished within {timeout}s"))
+
+
+def _library_thread() -> bool:
+    """The calling thread is one orijs_sync started (it names each ``orijs-...``)."""
+    return threading.current_thread().name.startswith("orijs-")
+
+
+def _call_back(fn: Callable[["Future[Any]"], object], fut: "Future[Any]") -> None:
+    try:
+        fn(fut)
+    except Exception:  # noqa: BLE001 - as Future logs a failing callback
+        log.exception("exception calling callback for %r", fut)
 
 
 def _bounded_wait(wait: Callable[[Optional[float]], Any], done: Callable[[], bool],
@@ -61,11 +103,12 @@ def _bounded_wait(wait: Callable[[Optional[float]], Any], done: Callable[[], boo
         raise on_timeout() from None
 
 
-def no_result(what: str, job_id: Optional[str], seconds: Optional[float]) -> errors.TimeoutError:
+def no_result(what: str, job_id: Optional[str], seconds: Optional[float],
+              why: str = "") -> errors.TimeoutError:
     """The error of a wait that timed out, naming what it waited for:
-    ``event 'order.created' (job 42) got no result within 5.0 s``."""
-    return errors.TimeoutError(f"{what} (job {job_id}) got no result within "
-                               f"{float(seconds or 0)} s")
+    ``event 'order.created' (job 42) got no result within 5.0 s`` (then ``why``)."""
+    named = f"{what} (job {job_id})" if job_id is not None else what
+    return errors.TimeoutError(f"{named} got no result within {float(seconds or 0)} s{why}")
 
 
 def result_or_named_timeout(fut: "Future[Any]", timeout: Optional[float], what: str,

@@ -38,11 +38,13 @@ DEFAULT_TIMEOUT = 30.0
 
 
 class PendingCompletion:
-    __slots__ = ("on_success", "on_error", "on_cancel", "timer", "job_id", "label")
+    __slots__ = ("on_success", "on_error", "on_cancel", "timer", "job_id", "label", "expected_id")
 
     def __init__(self, on_success: OnSuccess, on_error: Optional[OnError],
-                 on_cancel: Optional[OnCancel], label: str) -> None:
+                 on_cancel: Optional[OnCancel], label: str,
+                 expected_id: Optional[str] = None) -> None:
         self.label = label
+        self.expected_id = expected_id      # the job id the add is to use (named on timeout)
         self.on_success = on_success
         self.on_error = on_error
         self.on_cancel = on_cancel
@@ -81,6 +83,7 @@ class CompletionTracker:
         # queue -> registrations whose job id is not mapped yet
         self._unmapped: Dict[str, int] = {}
         self._watched: Set[str] = set()
+        self._cancelling: Set[Tuple[str, str]] = set()   # (queue, job id): see remove_job
         self._timer = Timer("orijs-completion-timeouts")
         self._queue_events: Optional[QueueEvents] = None
         self._started = False
@@ -95,6 +98,7 @@ class CompletionTracker:
         self._job_ids = {}
         self._early = {}
         self._unmapped = {}
+        self._cancelling = set()
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> "CompletionTracker":
@@ -171,30 +175,41 @@ class CompletionTracker:
     # -- registration ------------------------------------------------------
     def register(self, queue_name: str, correlation_id: str, on_success: OnSuccess,
                  on_error: Optional[OnError] = None, *, timeout: Optional[float] = None,
-                 on_cancel: Optional[OnCancel] = None, label: Optional[str] = None) -> None:
+                 on_cancel: Optional[OnCancel] = None, label: Optional[str] = None,
+                 job_id: Optional[str] = None, watch: bool = True) -> None:
         """Wait for a job of ``queue_name``; ``timeout`` seconds (0 = none, None = default).
-        ``label`` names the wait in its timeout error (default: the queue)."""
+        ``label`` names the wait in its timeout error (default: the queue), with
+        ``job_id``, the id the job is to get, until ``map_job_id`` gives the real one.
+        ``watch=False``: the caller calls :meth:`watch` itself before adding the job (a
+        Redis call, left to the thread that adds it)."""
         seconds = self.default_timeout if timeout is None else to_seconds(timeout, "timeout")
-        self.watch(queue_name)
+        if watch:
+            self.watch(queue_name)
         with self._lock:
             self._check_running()
             by_corr = self._pending.setdefault(queue_name, {})
             if correlation_id in by_corr:
                 raise errors.InvalidArgument(f"correlation id {correlation_id!r} is already registered")
             pending = PendingCompletion(on_success, on_error, on_cancel,
-                                        label or f"queue {queue_name!r}")
+                                        label or f"queue {queue_name!r}", job_id)
             by_corr[correlation_id] = pending
             self._unmapped[queue_name] = self._unmapped.get(queue_name, 0) + 1
             if seconds:
                 pending.timer = self._timer.call_later(
                     seconds, lambda: self._time_out(queue_name, correlation_id, seconds))
 
-    def map_job_id(self, queue_name: str, job_id: str, correlation_id: str) -> None:
-        """Tie the job to the registration; settles at once if its outcome came early."""
+    def is_pending(self, queue_name: str, correlation_id: str) -> bool:
+        """The registration is still waiting (not settled, timed out nor cancelled)."""
+        with self._lock:
+            return correlation_id in self._pending.get(queue_name, {})
+
+    def map_job_id(self, queue_name: str, job_id: str, correlation_id: str) -> bool:
+        """Tie the job to the registration; settles at once if its outcome came early.
+        False when the registration is gone (it timed out, was cancelled or stopped)."""
         with self._lock:
             pending = self._pending.get(queue_name, {}).get(correlation_id)
             if pending is None or pending.job_id is not None:
-                return
+                return pending is not None
             pending.job_id = job_id
             self._job_ids.setdefault(queue_name, {}).setdefault(job_id, []).append(correlation_id)
             early = self._early.get(queue_name, {}).pop(job_id, None)
@@ -206,6 +221,7 @@ class CompletionTracker:
                 self.fail(queue_name, correlation_id, early.result)
             else:
                 self.complete(queue_name, correlation_id, early.result)
+        return True
 
     def _mapped_one(self, queue_name: str) -> None:
         """One registration of the queue is no longer unmapped (lock held)."""
@@ -266,6 +282,25 @@ class CompletionTracker:
             self._cancelled(pending)
         return len(pendings)
 
+    def remove_job(self, queue_name: str, job_id: str, remove: Callable[[], bool]) -> bool:
+        """``remove()`` the job (True: removed), then cancel whoever waits on it here, on
+        the calling thread (so a ``cancel()`` runs the Future's callbacks before it
+        returns): the "removed" event it writes settles nothing meanwhile."""
+        key = (queue_name, job_id)
+        with self._lock:
+            self._cancelling.add(key)
+        try:
+            if not remove():
+                return False
+            with self._lock:
+                pendings = self._take_job(queue_name, job_id)
+        finally:
+            with self._lock:
+                self._cancelling.discard(key)
+        for pending in pendings:
+            self._cancelled(pending)
+        return True
+
     def _cancelled(self, pending: PendingCompletion) -> None:
         if pending.on_cancel is not None:
             self._call(pending.on_cancel)
@@ -277,7 +312,9 @@ class CompletionTracker:
             pending = self._pending.get(queue_name, {}).get(correlation_id)
             if pending is None:
                 return
-            error = no_result(pending.label, pending.job_id, seconds)
+            added = pending.job_id is not None
+            error = no_result(pending.label, pending.job_id or pending.expected_id, seconds,
+                              "" if added else ": Redis did not confirm the add in that time")
         self.fail(queue_name, correlation_id, error)
 
     def _on_event(self, ev: QueueEvent) -> None:
@@ -290,6 +327,8 @@ class CompletionTracker:
         elif ev.event == "failed":
             outcome = errors.JobFailed(ev.fields.get("failedReason", ""), ev.job_id)
         with self._lock:
+            if ev.event == "removed" and (ev.queue, ev.job_id) in self._cancelling:
+                return          # remove_job settles them, on its caller's thread
             pendings = self._take_job(ev.queue, ev.job_id)
             # Buffer while any registration of the queue is unmapped: it may be for this job
             # (a duplicate idempotency key registered while the job finished).

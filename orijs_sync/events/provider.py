@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from .. import _fork, errors
 from .. import _validate as check
+from .._lanes import Lanes
 from .._pools import deadline_of, remaining
 from .._util import Seconds, to_seconds
 from ..job import Job
@@ -39,6 +40,8 @@ log = logging.getLogger(__name__)
 __all__ = ["BullMQEventProvider", "EventHandler"]
 
 EventHandler = Callable[[EventMessage], Any]
+
+SENDER_LANES = 4     # threads adding emitted events (each caller thread keeps to one)
 
 # States in which an event has not been taken by a handler yet (cancel() may remove it).
 PENDING_STATES = frozenset({"delayed", "waiting", "prioritized", "paused"})
@@ -77,6 +80,9 @@ class BullMQEventProvider:
             prefix=self.queue_manager.prefix, logger=logger)
         self.scheduled_event_manager = scheduled_event_manager or ScheduledEventManager(
             queue_manager=self.queue_manager, logger=logger)
+        # the emit futures' done-callbacks run here, in order (see CheckedFuture)
+        self._callbacks = Lanes("orijs-event-callbacks")
+        self._sender = Lanes("orijs-event-sender", SENDER_LANES)    # emits' adds
         self._lock = threading.Lock()   # guards _state, _handlers and _before_start
         self._state = "new"             # new -> started -> stopped
         self._handlers: Dict[str, EventHandler] = {}    # event -> its current handler
@@ -113,8 +119,12 @@ class BullMQEventProvider:
         return self
 
     def stop(self, timeout: Optional[float] = None) -> None:
-        """Workers first (active handlers finish, up to ``timeout`` seconds), then the
-        tracker (pending futures fail with ``ShutdownError``), then schedules. Idempotent."""
+        """The sender threads first (emits not yet added fail with ``ShutdownError``), then
+        workers (active handlers finish; all within ``timeout`` seconds), then the
+        tracker (pending futures fail with ``ShutdownError``), then schedules, then the
+        callback thread (the callbacks queued run first). Idempotent. From a done-callback
+        of an emit's future, it returns once the rest is stopped; the callback thread
+        ends as that callback returns."""
         emits: List[Callable[[BaseException], Any]] = []
         with self._lock:
             state = self._state
@@ -130,14 +140,19 @@ class BullMQEventProvider:
         if state != "started":
             return
         deadline = deadline_of(timeout)
+        if self._sender.close(deadline):      # adds not begun fail with ShutdownError
+            self._log.warning("event provider: an add still waits for Redis after %ss", timeout)
         try:
-            self.queue_manager.stop(timeout=timeout)
+            self.queue_manager.stop(timeout=remaining(deadline))
         finally:
             try:   # outcomes the workers wrote before closing still settle their futures
                 left = remaining(deadline)
                 self.completion_tracker.stop(settle_timeout=5.0 if left is None else min(left, 5.0))
             finally:
-                self.scheduled_event_manager.stop()
+                try:
+                    self.scheduled_event_manager.stop()
+                finally:
+                    self._callbacks.close(deadline, drain=True)
 
     def __enter__(self) -> "BullMQEventProvider":
         return self.start()
@@ -211,6 +226,15 @@ class BullMQEventProvider:
         ``default_timeout``. With ``expects_result=False`` the Future settles (with None)
         once the event is enqueued. Bad arguments raise here, before anything is written;
         Redis failures fail the Future.
+
+        The add runs on one of the provider's sender threads (a thread's emits are added
+        in the order it made them); ``emit`` waits for it at most ``timeout`` seconds,
+        so it returns within its timeout whatever the network does, the Future failed
+        then with ``errors.TimeoutError`` naming the event and its job id. An event whose
+        Future has failed before its add began is never added; an add already sent may
+        still land after the Future failed (Redis answered late): that event runs as any
+        other, as does one whose handler outlived the timeout; its result goes nowhere
+        (a warning is logged). Retry with the same ``idempotency_key`` to add it once.
         """
         check.boolean(expects_result, "expects_result")
         meta, causation_id = context.resolve(meta, causation_id)
@@ -221,48 +245,84 @@ class BullMQEventProvider:
         queue_name = self.queue_manager.get_queue_name(event_name)
         sub = EventSubscription(event_name, message.event_id, message.correlation_id,
                                 message.job_id, queue_name=queue_name,
-                                canceller=self._cancel_subscription)
+                                canceller=self._cancel_subscription,
+                                callbacks=self._callbacks)
 
-        def send() -> None:
-            self._send(sub, message, delay_s, wait, idempotency_key, expects_result)
+        def send() -> "_Signal":
+            return self._dispatch(sub, message, delay_s, wait, idempotency_key,
+                                  expects_result)
 
         with self._lock:
             self._refuse_if_stopped()
             if self._state == "new":
                 self._before_start.append((send, sub._reject))
                 return sub
-        send()
+        send().wait(wait or None)      # the add, for at most the emit's timeout
         return sub
 
-    def _send(self, sub: EventSubscription, message: EventMessage, delay_s: Optional[float],
-              wait: Optional[float], idempotency_key: Optional[str],
-              expects_result: bool) -> None:
-        """Enqueue an emitted event and track its outcome; failures go to ``sub``."""
-        event_name, queue_name, job_id = sub.event_name, sub.queue_name or "", sub.job_id
-        corr = message.correlation_id
-        if expects_result:
-            try:
-                self.completion_tracker.register(queue_name, corr, sub._resolve, sub._reject,
-                                                 timeout=wait, on_cancel=sub._cancel_local,
-                                                 label=f"event {event_name!r}")
-            except errors.ConnectionError as exc:   # watching the queue's events stream failed
-                sub._reject(exc)
-                return
+    def _dispatch(self, sub: EventSubscription, message: EventMessage,
+                  delay_s: Optional[float], wait: Optional[float],
+                  idempotency_key: Optional[str], expects_result: bool) -> "_Signal":
+        """On the caller's thread: register the wait (its timeout counts from now) and
+        hand the add to a sender thread. Returns what is set once the add is done."""
+        sent = _Signal()
+        queue_name, corr = sub.queue_name or "", message.correlation_id
         try:
+            self.completion_tracker.register(queue_name, corr, sub._resolve, sub._reject,
+                                             timeout=wait, on_cancel=sub._cancel_local,
+                                             label=f"event {sub.event_name!r}",
+                                             job_id=sub.job_id, watch=False)
+        except errors.OrijsError as exc:
+            sub._reject(exc)
+            sent.set()
+            return sent
+
+        def add() -> None:
+            try:
+                self._send(sub, message, delay_s, idempotency_key, expects_result)
+            finally:
+                sent.set()
+
+        def drop() -> None:
+            self.completion_tracker.fail(queue_name, corr, errors.ShutdownError(
+                f"the event provider stopped before event {sub.event_name!r} "
+                f"(job {sub.job_id}) was added"))
+            sent.set()
+
+        if not self._sender.submit(add, on_drop=drop):
+            drop()
+        return sent
+
+    def _send(self, sub: EventSubscription, message: EventMessage, delay_s: Optional[float],
+              idempotency_key: Optional[str], expects_result: bool) -> None:
+        """On a sender thread: enqueue an emitted event and track its outcome; failures
+        go to ``sub``. Not added when its wait is over already (timed out, stopped)."""
+        event_name, queue_name, job_id = sub.event_name, sub.queue_name or "", sub.job_id
+        corr, tracker = message.correlation_id, self.completion_tracker
+        if not tracker.is_pending(queue_name, corr):
+            return
+        try:
+            if expects_result:
+                tracker.watch(queue_name)    # before the add: no outcome is missed
             job = self.queue_manager.add_job(event_name, message.to_dict(), name=EVENT_JOB_NAME,
                                              job_id=job_id, delay=delay_s or None)
         except Exception as exc:  # noqa: BLE001 - the Future carries it
-            if expects_result:
-                self.completion_tracker.fail(queue_name, corr, exc)
-            else:
-                sub._reject(exc)
+            tracker.fail(queue_name, corr, exc)
             return
         if not expects_result:
-            sub._resolve(None)
+            if not tracker.is_pending(queue_name, corr):
+                self._added_late(sub)
+            tracker.complete(queue_name, corr, None)
             return
-        self.completion_tracker.map_job_id(queue_name, job.id, corr)
-        if idempotency_key is not None:
+        if not tracker.map_job_id(queue_name, job.id, corr):
+            self._added_late(sub)
+        elif idempotency_key is not None:
             self._settle_if_finished(event_name, queue_name, job.id, corr)
+
+    def _added_late(self, sub: EventSubscription) -> None:
+        self._log.warning("event %r (job %s) was added after its emit had ended (timed "
+                          "out, cancelled or stopped): it runs; its result goes nowhere",
+                          sub.event_name, sub.job_id)
 
     def _settle_if_finished(self, event_name: str, queue_name: str, job_id: str,
                             corr: str) -> None:
@@ -293,10 +353,8 @@ class BullMQEventProvider:
         check.job_id(key, "key")
         self._check_started()
         queue = self.queue_manager.get_queue(event_name)
-        if not queue.remove(key, states=PENDING_STATES):   # atomic: never a job a handler took
-            return False
-        self.completion_tracker.cancel_job(queue.name, key)
-        return True
+        return self.completion_tracker.remove_job(   # atomic: never a job a handler took
+            queue.name, key, lambda: queue.remove(key, states=PENDING_STATES))
 
     def _cancel_subscription(self, sub: EventSubscription) -> bool:
         try:
@@ -341,3 +399,27 @@ class BullMQEventProvider:
         sizes.update({f"qm_{k}": v for k, v in self.queue_manager.sizes().items()
                       if k == "job_start_times"})
         return sizes
+
+
+class _Signal:
+    """Set once, waited for by one thread: a bare lock (no Condition to hand back and
+    forth on the emit's hot path)."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def set(self) -> None:
+        if self._lock.locked():
+            try:
+                self._lock.release()
+            except RuntimeError:      # set twice at once: already released
+                pass
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
+            return False
+        self._lock.release()          # stays set for any later wait
+        return True

@@ -4,10 +4,13 @@ from __future__ import annotations
 import json
 import logging
 from concurrent.futures import CancelledError, Future
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .. import errors
 from .._futures import CheckedFuture, result_or_named_timeout, settle
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .._lanes import Lanes
 
 __all__ = ["EventSubscription"]
 
@@ -42,14 +45,17 @@ class EventSubscription(CheckedFuture):
 
     OriJS's conveniences on top: ``subscribe(on_result)`` and ``catch(on_error)``
     (chainable; a callback added after the outcome runs at once, in the caller's
-    thread, else in the thread that settles it, never under a library lock; what it
-    raises is logged) and ``is_resolved`` / ``is_rejected`` / ``is_settled``.
+    thread, else in the thread that settles it, or on the provider's callback thread
+    when that is one of the library's (see ``CheckedFuture``), never under a library
+    lock; what it raises is logged) and ``is_resolved`` / ``is_rejected`` /
+    ``is_settled``.
     """
 
     def __init__(self, event_name: str, event_id: str, correlation_id: str, job_id: str,
                  *, queue_name: Optional[str] = None,
-                 canceller: Optional[Callable[["EventSubscription"], bool]] = None) -> None:
-        super().__init__()
+                 canceller: Optional[Callable[["EventSubscription"], bool]] = None,
+                 callbacks: "Optional[Lanes]" = None) -> None:
+        super().__init__(callbacks)
         self.event_name = event_name
         self.event_id = event_id
         self.correlation_id = correlation_id

@@ -19,7 +19,7 @@ from ._execution import StepExecutor
 from .context import current_meta
 from .definition import Workflow, validate_workflow_name
 from .errors import WorkflowNotRegisteredError
-from .handle import FlowHandle, FlowTracker
+from .handle import FlowHandle, FlowTracker, LocalFlowState
 from .step_registry import StepRegistry
 
 MIN_STALL_INTERVAL = 5.0
@@ -229,13 +229,18 @@ class ProviderBase:
 
     # -- status --------------------------------------------------------------
     def _local_status(self, flow_id: str, workflow_name: Optional[str]) -> Optional[str]:
+        state = self._local_flow(flow_id, workflow_name)
+        return state.status if state is not None else None
+
+    def _local_flow(self, flow_id: str, workflow_name: Optional[str]) -> Optional[LocalFlowState]:
+        """The state of a flow this provider executed (while it is kept), else None."""
         check.string(flow_id, "flow_id")
         if workflow_name is not None:
             validate_workflow_name(workflow_name)
         for name in [workflow_name] if workflow_name else self._known_names():
             state = self._tracker.get_state((name, flow_id))
             if state is not None:
-                return state.status
+                return state
         return None
 
     def stats(self) -> Dict[str, int]:

@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, Union
 
 from .. import _fork, errors
 from .. import _validate as check
+from .._lanes import Lanes
 from .._pools import deadline_of, join_threads, remaining, shutdown_pools
 from .._util import Seconds, run_logged
 from ..connection import ConnectionLike, as_connection
@@ -37,7 +38,7 @@ from ..queue import Queue
 from ..queue_events import QueueEvent, QueueEvents
 from ..worker import Worker
 from ..worker_group import SharedGroup, WorkerGroup
-from ._base import MIN_STALL_INTERVAL, ProviderBase
+from ._base import MIN_STALL_INTERVAL, ExecuteCall, ProviderBase
 from ._bullmq_jobs import JobProcessor, read_failure
 from ._registry import FlowRegistry
 from .definition import Workflow
@@ -48,6 +49,7 @@ from .step_registry import StepRegistry
 
 __all__ = ["BullMQWorkflowProvider", "MIN_STALL_INTERVAL"]
 
+SENDER_LANES = 4     # threads adding executed flows (each caller thread keeps to one)
 _STATUS = {"completed": "completed", "failed": "failed", "unknown": "pending"}
 
 
@@ -94,6 +96,9 @@ class BullMQWorkflowProvider(ProviderBase):
                                              queue_class=queue_class)
         self.flow_registry = FlowRegistry(self._connection.client, queue_prefix, logger)
         self._aux = ThreadPoolExecutor(4, thread_name_prefix="orijs-workflow-aux")
+        # the handles' done-callbacks run here, in order (see CheckedFuture)
+        self._callbacks = Lanes("orijs-workflow-callbacks")
+        self._sender = Lanes("orijs-workflow-sender", SENDER_LANES)   # execute's adds
         self._processor = JobProcessor(self)
         self._by_queue: Dict[str, str] = {}    # workflow queue name -> workflow name
         self._workers: Dict[str, Tuple[Worker, Worker]] = {}
@@ -164,7 +169,9 @@ class BullMQWorkflowProvider(ProviderBase):
     def stop(self, timeout: Optional[float] = None) -> None:
         """Workers first (running steps finish), then the events thread, the timer and the
         pools, all within ``timeout`` seconds (past it a warning names what still runs);
-        pending handles fail with ``ShutdownError``. Idempotent."""
+        pending handles fail with ``ShutdownError``; last the callback thread (the
+        callbacks queued run first). Idempotent. From a handle's done-callback, it
+        returns once the rest is stopped; the callback thread ends as it returns."""
         deadline = deadline_of(timeout)
         with self._lock:
             if self._state == "stopped":
@@ -176,7 +183,8 @@ class BullMQWorkflowProvider(ProviderBase):
             self._state = "stopped"
             self._workers.clear()
             events, self._events = self._events, None
-        busy = _close_all([steps for steps, _ in workers], deadline)   # step workers first
+        busy = ["flow adds"] if self._sender.close(deadline) else []   # not begun: fail
+        busy += _close_all([steps for steps, _ in workers], deadline)   # step workers first
         busy += _close_all([flows for _, flows in workers], deadline)
         self._group.close(timeout=remaining(deadline))
         if events is not None:
@@ -194,15 +202,22 @@ class BullMQWorkflowProvider(ProviderBase):
         self._producer.close()
         if self._owns_connection:
             self._connection.close()
+        if self._callbacks.close(deadline, drain=True):
+            self._log.warning("workflow provider stopped after %ss with a handle callback "
+                              "still running", timeout)
 
     # -- execute -----------------------------------------------------------
     def execute(self, workflow: Union[Workflow, str], data: Any = None, *,
                 meta: Optional[Mapping[str, Any]] = None, timeout: Optional[Seconds] = None,
                 idempotency_key: Optional[str] = None) -> FlowHandle:
-        """Add the workflow's flow and return its handle at once. ``timeout`` seconds
-        (default ``default_timeout``; 0 = none) plus ``stall_interval``. With an
+        """Return the workflow's handle at once; the flow is added on one of the
+        provider's sender threads (a thread's executes in the order it made them), so no
+        network trouble holds the caller. ``timeout`` seconds (default
+        ``default_timeout``; 0 = none) plus ``stall_interval``. With an
         ``idempotency_key`` (the flow id; no ':'), executing again adds nothing and
-        the handle settles with the first run's outcome."""
+        the handle settles with the first run's outcome. A flow whose handle has failed
+        before its add began is never added; an add that lands after (Redis answered
+        late) runs as any other, its result going nowhere (a warning is logged)."""
         call = self._prepare(workflow, data, meta, timeout, idempotency_key)
         events = self._events
         if events is not None:
@@ -210,21 +225,37 @@ class BullMQWorkflowProvider(ProviderBase):
         key, flow_id = call.key, call.flow_id
         tree = self.flow_builder.build(call.definition, flow_id, call.data, call.meta,
                                        self.default_step_options)
-        handle = FlowHandle(flow_id, key[0], self.get_status)
+        handle = FlowHandle(flow_id, key[0], self.get_status, self._callbacks)
         self._tracker.track(key)      # duplicates are Redis's to decide
         pending = self._tracker.add_pending(key, handle, call.timeout, self._on_timeout)  # FIRST
+        if not self._sender.submit(lambda: self._add_flow(call, tree, pending, events),
+                                   on_drop=lambda: self._add_dropped(pending)):
+            self._add_dropped(pending)
+        return handle
+
+    def _add_flow(self, call: ExecuteCall, tree: Mapping[str, Any], pending: Pending,
+                  events: Optional[QueueEvents]) -> None:
+        """On a sender thread: THEN add the flow (and its registry key), unless its handle
+        has settled already (timed out, or the provider stopped)."""
+        if pending.settled:
+            return
+        key, flow_id = call.key, call.flow_id
         queue = self._producer.queue(self.flow_builder.workflow_queue(key[0]))
         try:
-            exists = idempotency_key is not None and queue.get_job_state(flow_id) != "unknown"
-            if not exists:      # THEN, the flow registry's SET in the same round trip
+            exists = call.idempotency_key is not None and \
+                queue.get_job_state(flow_id) != "unknown"
+            if not exists:      # the flow registry's SET in the same round trip
                 with self._producer._side_command(
                         self.flow_registry.register_command(flow_id, key[0])):
                     self._producer.add(tree)
         except Exception as exc:  # noqa: BLE001 - the handle carries it
             if self._tracker.claim(pending):
                 self._tracker.set_status(key, "failed")
-                handle._settle(exc=exc)
-            return handle
+                pending.handle._settle(exc=exc)
+            return
+        if not exists and _gave_up(pending):
+            self._log.warning("workflow %r (flow %s) was added after its handle had failed: "
+                              "it runs; its result goes nowhere", key[0], flow_id)
         self._tracker.set_status(key, "running", only_from="pending")
         if events is not None:     # the events thread may rest while a job of it runs here
             jobs = _jobs_of(tree)
@@ -232,7 +263,12 @@ class BullMQWorkflowProvider(ProviderBase):
         if exists:
             self.flow_registry.register(flow_id, key[0])
             self._settle_from_redis(key, [pending])
-        return handle
+
+    def _add_dropped(self, pending: Pending) -> None:
+        if self._tracker.claim(pending):
+            pending.handle._settle(exc=errors.ShutdownError(
+                f"the workflow provider stopped before workflow {pending.key[0]!r} "
+                f"(flow {pending.key[1]}) was added"))
 
     # -- settling ----------------------------------------------------------
     def _on_event(self, ev: QueueEvent) -> None:
@@ -352,18 +388,22 @@ class BullMQWorkflowProvider(ProviderBase):
 
     def get_handle(self, flow_id: str, workflow_name: Optional[str] = None, *,
                    timeout: Optional[Seconds] = None) -> FlowHandle:
-        """A handle on a flow started by any process (found through the registry key,
-        then the known workflow queues); it settles as ``execute``'s does, within
-        ``timeout`` (default ``default_timeout``) plus ``stall_interval``. Raises
+        """A handle on a flow started by any process (one executed here and still being
+        added, else found through the registry key, then the known workflow queues); it
+        settles as ``execute``'s does, within ``timeout`` (default ``default_timeout``)
+        plus ``stall_interval``. Raises
         :class:`WorkflowNotFoundError` when no workflow job has this id."""
         effective = self._effective_timeout(timeout)
         self._check_started()
-        name = workflow_name or self.lookup_flow(flow_id)
-        if name is None or self._job_state(name, flow_id) == "unknown":
+        local = self._local_flow(flow_id, workflow_name)
+        adding = local is not None and local.status == "pending"   # executed here, being added
+        name = local.workflow_name if local is not None and adding else \
+            workflow_name or self.lookup_flow(flow_id)
+        if name is None or (not adding and self._job_state(name, flow_id) == "unknown"):
             raise WorkflowNotFoundError(flow_id)
         self._watch(name)                                  # FIRST: events from now on
         key = (name, flow_id)
-        handle = FlowHandle(flow_id, name, self.get_status)
+        handle = FlowHandle(flow_id, name, self.get_status, self._callbacks)
         pending = self._tracker.add_pending(key, handle, effective, self._on_timeout)
         self._settle_from_redis(key, [pending])            # THEN: already finished?
         return handle
@@ -381,14 +421,21 @@ def _close_all(workers: List[Worker], deadline: Optional[float]) -> List[str]:
             with lock:
                 busy.append(worker.name)
 
-    threads = [threading.Thread(target=close, args=(w,), name=f"close-{w.name}", daemon=True)
+    threads = [threading.Thread(target=close, args=(w,), name=f"orijs-close-{w.name}", daemon=True)
                for w in workers]
     for thread in threads:
         thread.start()
     late = join_threads(threads, deadline)
     with lock:
-        closing = {f"{name[len('close-'):]} (closing)" for name in late}
+        closing = {f"{name[len('orijs-close-'):]} (closing)" for name in late}
         return sorted(set(busy) | closing)
+
+
+def _gave_up(pending: Pending) -> bool:
+    """The handle failed without the flow's outcome: timed out, or the provider stopped."""
+    handle = pending.handle
+    return handle.done() and isinstance(handle.exception(0),
+                                        (WorkflowTimeoutError, errors.ShutdownError))
 
 
 def _jobs_of(node: Mapping[str, Any]) -> List[Tuple[str, str]]:

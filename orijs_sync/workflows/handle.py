@@ -17,11 +17,14 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _fork, errors
 from .._futures import CheckedFuture, result_or_named_timeout, settle
 from .._timer import Timer, TimerHandle
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .._lanes import Lanes
 
 __all__ = ["FlowHandle", "FlowTracker", "LocalFlowState", "Pending", "FLOW_STATUSES"]
 
@@ -31,11 +34,13 @@ FlowKey = Tuple[str, str]
 
 class FlowHandle(CheckedFuture):
     """A :class:`concurrent.futures.Future` of a workflow's result, with ``id`` (the flow
-    id) and ``status()``. A running workflow cannot be cancelled: ``cancel()`` is False."""
+    id) and ``status()``. A running workflow cannot be cancelled: ``cancel()`` is False.
+    Done-callbacks never run on the library's threads (see ``CheckedFuture``)."""
 
     def __init__(self, flow_id: str, workflow_name: str,
-                 status_fn: Callable[[str, str], str]) -> None:
-        super().__init__()
+                 status_fn: Callable[[str, str], str],
+                 callbacks: "Optional[Lanes]" = None) -> None:
+        super().__init__(callbacks)
         self._flow_id = flow_id
         self.workflow_name = workflow_name
         self._status_fn = status_fn

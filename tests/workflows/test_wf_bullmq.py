@@ -33,6 +33,8 @@ def test_layout_in_redis(bullmq, redis_url):
     parent_q = Queue(f"{qp}.OrderWorkflow", connection=redis_url)
     steps_q = Queue(f"{qp}.OrderWorkflow.steps", connection=redis_url)
     try:
+        wait_until(lambda: parent_q.get_job("order-1") is not None,  # added on a sender
+                   what="the flow added")                             # thread
         parent = parent_q.get_job("order-1")
         assert parent.name == "OrderWorkflow" and parent.get_state() == "waiting-children"
         assert parent.data == {"type": "workflow", "version": "1", "flowId": "order-1",
@@ -56,6 +58,7 @@ def test_layout_in_redis(bullmq, redis_url):
         # The same key again adds nothing new.
         before = steps_q.get_job_counts()
         again = emitter.execute(order, {"orderId": "other"}, idempotency_key="order-1")
+        wait_until(emitter._sender.idle, what="the second execute's add")
         assert steps_q.get_job_counts() == before
         assert parent_q.get_job("order-1").data["workflowData"] == {"orderId": "1"}
 
