@@ -116,7 +116,7 @@ class LockRenewer:
         if self._failing_since is None:
             self._failing_since = time.monotonic()
             log.warning("worker %s: lock renewal failed (%s); retrying every %.2fs",
-                        self.w.name, exc, self.w.lock_retry_interval, exc_info=True)
+                        self.w.name, exc, self.w.lock_retry_interval, exc_info=exc)
             self.w._emit("error", exc)
         else:
             log.debug("worker %s: lock renewal failed again: %s", self.w.name, exc)

@@ -343,7 +343,7 @@ class Worker:
         timeout = wait_timeout(timeout)
         with self._cv:
             self._paused = True
-        self._tell_engine()
+        self._tell_engine(by_redis=False)     # a pause does not wait on Redis
         if wait:
             self._wait_idle(timeout)
 
@@ -363,10 +363,10 @@ class Worker:
         assert self._engine is not None
         return self._engine.finisher
 
-    def _tell_engine(self) -> None:
+    def _tell_engine(self, *, by_redis: bool = True) -> None:
         engine = self._engine
         if engine is not None:
-            engine.changed(self)
+            engine.changed(self, by_redis=by_redis)
 
     def _can_fetch(self) -> bool:
         """It may take a job now (the engine then also waits on its queue's marker)."""

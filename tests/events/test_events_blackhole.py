@@ -7,9 +7,9 @@ import time
 from typing import Any, Iterator
 
 import pytest
-
-from blackhole import BlackHole
 from events_helpers import Recorder, all_zero, wait_until
+from fault_proxy import FaultProxy
+
 from orijs_sync import errors
 from orijs_sync.events import BullMQEventProvider
 
@@ -17,13 +17,13 @@ MARGIN = 1.5     # seconds over the timeout a call may take (a correctness bound
 
 
 @pytest.fixture
-def hole(redis_url: str) -> Iterator[BlackHole]:
-    with BlackHole.before(redis_url) as proxy:
+def hole(redis_url: str) -> Iterator[FaultProxy]:
+    with FaultProxy.before(redis_url) as proxy:
         yield proxy
 
 
 @pytest.fixture
-def provider(hole: BlackHole, namespace: str) -> Iterator[BullMQEventProvider]:
+def provider(hole: FaultProxy, namespace: str) -> Iterator[BullMQEventProvider]:
     p = BullMQEventProvider(hole.url, queue_prefix=f"{namespace}.event").start()
     yield p
     hole.release()

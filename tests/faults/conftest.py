@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import Iterator
 
 import pytest
-from fault_helpers import through, upstream_of
+from fault_helpers import through
 from fault_proxy import FaultProxy
 
 
 @pytest.fixture
 def proxy(redis_url: str) -> Iterator[FaultProxy]:
-    host, port = upstream_of(redis_url)
-    with FaultProxy(port, host) as running:
+    with FaultProxy.before(redis_url) as running:
         yield running
 
 

@@ -20,11 +20,6 @@ MARGIN = 3.0
 RECOVERY = 30.0
 
 
-def upstream_of(redis_url: str) -> Tuple[str, int]:
-    parts = urlsplit(redis_url)
-    return parts.hostname or "127.0.0.1", parts.port or 6379
-
-
 def through(proxy: FaultProxy, redis_url: str) -> str:
     """``redis_url`` (its user, password and db kept) with the proxy's address."""
     parts = urlsplit(redis_url)

@@ -8,7 +8,7 @@ import time
 
 import pytest
 import redis
-from fault_helpers import Bounded, make_schedule, through, upstream_of
+from fault_helpers import Bounded, make_schedule, through
 from fault_proxy import FaultProxy
 
 
@@ -82,9 +82,8 @@ def test_refusals_until_allowed_on_the_same_port(proxy, redis_url, mode):
 
 
 def test_stop_joins_its_thread_and_closes_its_sockets(redis_url):
-    host, port = upstream_of(redis_url)
     before = set(threading.enumerate())
-    with FaultProxy(port, host) as proxy:
+    with FaultProxy.before(redis_url) as proxy:
         assert raw_ping(proxy.port) == b"+PONG\r\n"
         listening = proxy.port
     assert set(threading.enumerate()) <= before

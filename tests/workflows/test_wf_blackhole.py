@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import time
 
-from blackhole import BlackHole
-from orijs_sync.workflows import BullMQWorkflowProvider, Workflow
+from fault_proxy import FaultProxy
 from wf_helpers import GUARD
+
+from orijs_sync.workflows import BullMQWorkflowProvider, Workflow
 
 MARGIN = 1.5     # seconds an "at once" call may take (a correctness bound)
 
 
 def test_execute_returns_its_handle_at_once_in_a_black_hole(redis_url, namespace):
     wf = Workflow("HeldFlow").step("a", lambda ctx: ctx.data["n"])
-    with BlackHole.before(redis_url) as hole:
+    with FaultProxy.before(redis_url) as hole:
         provider = BullMQWorkflowProvider(hole.url, queue_prefix=f"{namespace}.workflow",
                                           default_step_options={"attempts": 1})
         provider.register(wf)

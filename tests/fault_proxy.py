@@ -24,6 +24,7 @@ import socket
 import threading
 import time
 from typing import Callable, Deque, Dict, List, Optional, Tuple
+from urllib.parse import urlsplit
 
 CHUNK = 65536
 MAX_BUFFERED = 1 << 20      # per direction: past it, the source is not read (back-pressure)
@@ -82,6 +83,12 @@ class FaultProxy:
         self._stopping = False
         self._thread: Optional[threading.Thread] = None
         self.loop_error: Optional[BaseException] = None
+
+    @classmethod
+    def before(cls, redis_url: str) -> "FaultProxy":
+        """A proxy (not started) in front of the Redis at ``redis_url``."""
+        parts = urlsplit(redis_url)
+        return cls(parts.port or 6379, parts.hostname or "127.0.0.1")
 
     @property
     def url(self) -> str:
