@@ -214,6 +214,26 @@ class Raised:
 
 # -- bounded calls -----------------------------------------------------------------------
 
+def add_while_faulting(schedule: ScheduleRun, add: Callable[[int], str], raised: Raised,
+                       most: int, pause: float = 0.04) -> Tuple[Dict[str, int], int]:
+    """Call ``add(n)`` (returning the job's id) every ``pause`` seconds until the schedule
+    ends or ``most`` calls were made; then join the schedule. Returns the acknowledged
+    adds (job id -> n, in add order) and how many were made; what raised is in ``raised``."""
+    acked: Dict[str, int] = {}
+    n = 0
+    while not schedule.done() and n < most:
+        try:
+            acked[add(n)] = n
+        except Exception as exc:  # noqa: BLE001 - looked at by the test
+            raised.add(f"add #{n}", exc)
+        n += 1
+        time.sleep(pause)
+    schedule.join()
+    print(f"faults: {schedule.describe()}\nadds acknowledged: {len(acked)} of {n}; "
+          f"raised: {raised.kinds()}")
+    return acked, n
+
+
 class Bounded:
     """``fn()`` in a thread of the test's own: ``wait(bound)`` says whether it returned
     within ``bound`` seconds of its start; ``finish(guard)`` joins the thread (after the

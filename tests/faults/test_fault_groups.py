@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Dict, List
+from typing import List
 
-from fault_helpers import RECOVERY, Raised, Runs, ScheduleRun, make_schedule
+from fault_helpers import RECOVERY, Raised, Runs, ScheduleRun, add_while_faulting, make_schedule
 
 from orijs_sync.groups import GroupQueue, GroupWorker
 from orijs_sync.testing import wait_until
@@ -22,8 +22,6 @@ KEEP = 100_000          # completed jobs are kept, so the test can see them
 def test_group_queues_through_network_faults(proxy, proxied_url, redis_url, namespace):
     gname = f"fg-{namespace}"
     runs, raised = Runs(), Raised()
-    acked: Dict[str, int] = {}
-    group_of: Dict[str, str] = {}
 
     def handler(job):
         runs.start(job.id, job.group_id)
@@ -49,21 +47,11 @@ def test_group_queues_through_network_faults(proxy, proxied_url, redis_url, name
             worker.start()
         stack.callback(schedule.stop)
         schedule.start()
-        n = 0
-        while not schedule.done() and n < MAX_JOBS:
-            group = f"g{n % GROUPS}"
-            try:
-                job = queue.add(group_id=group, data={"n": n})
-                acked[job.id] = n
-                group_of[job.id] = group
-            except Exception as exc:  # noqa: BLE001 - looked at below
-                raised.add(f"add #{n}", exc)
-            n += 1
-            time.sleep(0.04)
-        schedule.join()
+        acked, n = add_while_faulting(
+            schedule, lambda n: queue.add(group_id=f"g{n % GROUPS}", data={"n": n}).id,
+            raised, MAX_JOBS)
+        group_of = {job_id: f"g{n % GROUPS}" for job_id, n in acked.items()}
         timeline = schedule.describe()
-        print(f"faults: {timeline}\nadds acknowledged: {len(acked)} of {n}; "
-              f"raised: {raised.kinds()}")
 
         def completed() -> set:
             return set(client.zrange(check.key("completed"), 0, -1))

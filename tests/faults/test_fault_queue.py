@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Dict
 
 import redis
-from fault_helpers import RECOVERY, Raised, Runs, ScheduleRun, make_schedule
+from fault_helpers import RECOVERY, Raised, Runs, ScheduleRun, add_while_faulting, make_schedule
 
 from orijs_sync import Queue, Worker
 from orijs_sync.testing import wait_until
@@ -21,7 +20,6 @@ MAX_JOBS = 400
 def test_plain_queue_through_network_faults(proxy, proxied_url, redis_url, namespace):
     qname = f"fq-{namespace}"
     runs, raised = Runs(), Raised()
-    acked: Dict[str, int] = {}
 
     def handler(job):
         runs.start(job.id)
@@ -49,19 +47,9 @@ def test_plain_queue_through_network_faults(proxy, proxied_url, redis_url, names
             worker.start()
         stack.callback(schedule.stop)
         schedule.start()
-        n = 0
-        while not schedule.done() and n < MAX_JOBS:
-            try:
-                job = queue.add("x", {"n": n})
-                acked[job.id] = n
-            except Exception as exc:  # noqa: BLE001 - looked at below
-                raised.add(f"add #{n}", exc)
-            n += 1
-            time.sleep(0.04)
-        schedule.join()
+        acked, n = add_while_faulting(schedule, lambda n: queue.add("x", {"n": n}).id,
+                                      raised, MAX_JOBS)
         timeline = schedule.describe()
-        print(f"faults: {timeline}\nadds acknowledged: {len(acked)} of {n}; "
-              f"raised: {raised.kinds()}")
 
         def completed() -> set:
             return set(r.zrange(keys.completed, 0, -1))
