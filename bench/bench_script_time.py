@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import redis  # noqa: E402
 
-from orijs_sync.scripts import Scripts  # noqa: E402
+from orijs_sync.store.scripts import Scripts  # noqa: E402
 from orijs_sync.testing import RedisServer  # noqa: E402
 from orijs_sync.workflows import BullMQWorkflowProvider, Workflow  # noqa: E402
 

@@ -52,7 +52,7 @@ SAMPLE = ["--sample", "1"]   # the peers report their RSS, threads and CPU
 
 def script_names() -> Dict[str, str]:
     """sha1 -> script name, for orijs_sync's lua/ and BullMQ for Node's scripts."""
-    from orijs_sync import scripts
+    from orijs_sync.store import scripts
     names: Dict[str, str] = {}
     lua = os.path.join(ROOT, "lua")
     for path, _, files in os.walk(lua):

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from . import _validate as check
 from . import errors
-from ._util import Seconds, dumps, now_ms, to_ms
+from .base import validate as check
+from .base.util import Seconds, dumps, now_ms, to_ms
 from .options import MAX_PRIORITY
 
 _CODES = {-1: "does not exist", -3: "is not in the expected state"}

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Union
 
 from . import errors
-from ._cluster import as_dict
-from ._util import loads, now_ms
+from .base.util import loads, now_ms
+from .store.cluster import as_dict
 
 DEPENDENCY_TYPES = ("processed", "unprocessed", "ignored", "failed")
 PARENT_FLAGS = {"fpof": "fail_parent_on_failure", "cpof": "continue_parent_on_failure",

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Union, cast
 
-from . import _validate as check
 from . import errors
-from ._util import Seconds, now_ms, to_seconds
+from .base import validate as check
+from .base.util import Seconds, now_ms, to_seconds
 
 if TYPE_CHECKING:  # pragma: no cover
     from .job import Job

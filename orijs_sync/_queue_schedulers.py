@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, List, Mapping, Optional
 
 from . import job_scheduler
-from ._util import Seconds
+from .base.util import Seconds
 from .job_scheduler import DateLike, JobSchedulerInfo
 
 if TYPE_CHECKING:  # pragma: no cover

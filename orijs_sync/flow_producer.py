@@ -26,17 +26,19 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Type
 
-from . import _fork, errors
-from . import _validate as check
+from . import errors
 from . import options as job_options
-from ._cluster import check_flow
 from ._job_flow import PARENT_FLAGS, attach_to_parent, children_keys, parent_link
-from ._local import Handing
-from ._util import dumps
-from .connection import ConnectionLike, ConnectionOwner, RedisConnection
+from .base import fork
+from .base import validate as check
+from .base.util import dumps
+from .engine.local import Handing
 from .job import Job
 from .queue import AddCall, Queue, check_add_result
-from .scripts import Scripts
+from .store.cluster import check_flow
+from .store.connect import ConnectionOwner
+from .store.connection import ConnectionLike, RedisConnection
+from .store.scripts import Scripts
 
 NODE_KEYS = {"name", "queue_name", "data", "opts", "children", "prefix"}
 
@@ -86,7 +88,7 @@ class FlowProducer(ConnectionOwner):
         self._queues: Dict[Tuple[str, str], Queue] = {}
         self._lock = threading.Lock()
         self._local = threading.local()     # a side command for this thread's next write
-        _fork.track(self)
+        fork.track(self)
 
     def _after_fork_in_child(self) -> None:
         self._lock = threading.Lock()   # the connection and the queues reset themselves
@@ -145,7 +147,7 @@ class FlowProducer(ConnectionOwner):
         """Every node in one ``addFlow`` script call: all checked, then all written, so a
         refused node (a missing parent, an id held under another parent) adds nothing.
         The same call takes a job for each free Worker of this process serving a leaf's
-        queue (see ``_local``)."""
+        queue (see ``engine.local``)."""
         keys: List[str] = []
         args: List[Any] = [len(ordered)]
         for planned in ordered:

@@ -9,16 +9,16 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Protocol, cast
 
-from . import _validate as check
 from . import errors, options
 from ._job_actions import JobActionsMixin
 from ._job_flow import FlowJobMixin
-from ._util import dumps, loads, now_ms, stored_int
+from .base import validate as check
+from .base.util import dumps, loads, now_ms, stored_int
 
 if TYPE_CHECKING:  # pragma: no cover
     from .keys import QueueKeys
     from .queue_events import QueueEvents
-    from .scripts import Scripts
+    from .store.scripts import Scripts
 
 
 class QueueLike(Protocol):

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
 
 from croniter import croniter
 
-from . import _validate as check
 from . import errors
 from . import options as job_options
-from ._util import Seconds, dumps, loads, now_ms, script_json, stored_int, to_seconds
+from .base import validate as check
+from .base.util import Seconds, dumps, loads, now_ms, script_json, stored_int, to_seconds
 
 if TYPE_CHECKING:  # pragma: no cover
     from .job import Job

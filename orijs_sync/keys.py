@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import _validate
+from .base import validate
 
 SUFFIXES = (
     "wait", "active", "paused", "prioritized", "pc", "delayed", "marker",
@@ -21,8 +21,8 @@ class QueueKeys:
     name: str
 
     def __post_init__(self) -> None:
-        _validate.name(self.name, "name")
-        _validate.string(self.prefix, "prefix")
+        validate.name(self.name, "name")
+        validate.string(self.prefix, "prefix")
         base = f"{self.prefix}:{self.name}:"
         for suffix in SUFFIXES:   # plain attributes: read on every job
             object.__setattr__(self, suffix.replace("-", "_"), base + suffix)

@@ -12,9 +12,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional
 
-from . import _validate as check
-from ._workers_list import list_workers
+from .base import validate as check
 from .keys import QueueKeys
+from .store.workers_list import list_workers
 
 log = logging.getLogger(__name__)
 

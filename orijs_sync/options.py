@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Dict, Optional, cast
 
-from . import _validate as check
-from ._util import to_ms
+from .base import validate as check
+from .base.util import to_ms
 
 MAX_PRIORITY = check.MAX_PRIORITY
 

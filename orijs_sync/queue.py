@@ -4,20 +4,21 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, cast
 
-from . import _validate as check
 from . import errors
 from . import options as job_options
-from ._cluster import check_queue
 from ._job_flow import attach_to_parent
-from ._local import Handing
 from ._queue_control import QueueControlMixin
 from ._queue_schedulers import SchedulerQueueMixin
-from ._util import dumps, now_ms, script_json
-from .connection import ConnectionLike, ConnectionOwner, RedisConnection
+from .base import validate as check
+from .base.util import dumps, now_ms, script_json
+from .engine.local import Handing
 from .job import Job
 from .keys import QueueKeys
 from .metrics import MonitoringMixin
-from .scripts import Scripts
+from .store.cluster import check_queue
+from .store.connect import ConnectionOwner
+from .store.connection import ConnectionLike, RedisConnection
+from .store.scripts import Scripts
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ threads and must not block; ``wait_for_job`` settles futures from them.
 
 With no listener, a thread whose waiters all wait for jobs a Worker of this process
 holds rests, reading every ``REST`` seconds instead of after every event (see
-``_expect``): the Worker settles them as it writes.
+``waits.expect``): the Worker settles them as it writes.
 """
 from __future__ import annotations
 
@@ -19,18 +19,20 @@ from collections import OrderedDict
 from concurrent.futures import Future
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
-from . import _fork, errors
-from . import _validate as check
-from ._cluster import check_queue
-from ._event_entry import UNKNOWN_RUN, QueueEvent, settle_from_event, stream_id
-from ._event_tailer import Tailer
-from ._expect import REST, Expectations
-from ._futures import result_or_named_timeout, settle, wait_timeout
-from ._local import LOCAL, server_of
-from ._shards import deal
-from ._util import loads
-from .connection import ConnectionLike, as_connection
+from . import errors
+from .base import fork
+from .base import validate as check
+from .base.shards import deal
+from .base.util import loads
+from .engine.local import LOCAL, server_of
 from .keys import QueueKeys
+from .store.cluster import check_queue
+from .store.connect import as_connection
+from .store.connection import ConnectionLike
+from .waits.event_entry import UNKNOWN_RUN, QueueEvent, settle_from_event, stream_id
+from .waits.event_tailer import Tailer
+from .waits.expect import REST, Expectations
+from .waits.futures import result_or_named_timeout, settle, wait_timeout
 
 __all__ = ["QueueEvent", "QueueEvents"]
 
@@ -102,7 +104,7 @@ class QueueEvents:
         self._started = False
         self._closed = False
         self._restart = False          # started before a fork: restart on first use
-        _fork.track(self)
+        fork.track(self)
         for name in queue_names:
             self.add_queue(name)
         if autorun:
@@ -274,7 +276,7 @@ class QueueEvents:
 
     def _follow(self, fn: Callable[[QueueEvent], Any], events: Sequence[str]) -> None:
         """``fn(event)`` for each of these ``events``, for a listener that only settles
-        what it registered with ``_expect``: it does not keep the thread from resting,
+        what it registered with ``waits.expect``: it does not keep the thread from resting,
         so it may get an event up to ``REST`` seconds late while no expectation needs
         it sooner."""
         check.function(fn, "fn")
@@ -295,7 +297,7 @@ class QueueEvents:
         self._expectations.drop(owner)
 
     def _released(self, marker: str, job_ids: Sequence[str]) -> None:
-        """A Worker here let these jobs go (see ``_local``)."""
+        """A Worker here let these jobs go (see ``engine.local``)."""
         if self._expectations.names(marker, job_ids):
             self._wake_rest()
 
@@ -380,7 +382,7 @@ class QueueEvents:
 
     def _settle_written(self, stream: str, entry_id: str, fields: Dict[str, str]) -> None:
         """A Worker of this process wrote a job's outcome (``fields``) to ``stream`` as
-        ``entry_id`` (see ``_local``): its waiters settle now, as when this entry is
+        ``entry_id`` (see ``engine.local``): its waiters settle now, as when this entry is
         read. Listeners still get it from the stream, once."""
         with self._lock:
             watched = self._streams.get(stream)

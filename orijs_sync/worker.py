@@ -1,6 +1,6 @@
 """Worker: one queue's handler, concurrency, limiter, pause and listeners. Its
 threads (fetcher, finisher, lock renewer, stalled checker, handler pool) belong to
-its engine (``_engine``): its own, or the one its ``WorkerGroup`` shares between
+its engine (``engine.engine``): its own, or the one its ``WorkerGroup`` shares between
 many queues. ``close()`` stops and joins them (a group's when its last worker closes).
 """
 from __future__ import annotations
@@ -12,24 +12,26 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 
-from . import _fork, errors
-from . import _validate as check
+from . import errors
 from . import options as job_options
-from ._engine import Engine
-from ._futures import wait_timeout
-from ._local import LOCAL
-from ._locks import LockRenewer, lock_retry_interval
-from ._pools import deadline_of, remaining
-from ._processing import HELD, BackoffStrategy, JobRunner, Outcome, held_here
-from ._roles import backoff_delay, run_until_signalled
-from ._routing import ProcessorLike, as_processor
-from ._util import Seconds, now_ms, script_json
-from ._workers_list import worker_client_name
-from .connection import ConnectionLike, as_connection
+from .base import fork
+from .base import validate as check
+from .base.pools import deadline_of, remaining
+from .base.roles import backoff_delay, run_until_signalled
+from .base.util import Seconds, now_ms, script_json
+from .engine.engine import Engine
+from .engine.local import LOCAL
+from .engine.locks import LockRenewer, lock_retry_interval
+from .engine.processing import HELD, BackoffStrategy, JobRunner, Outcome, held_here
+from .engine.routing import ProcessorLike, as_processor
 from .job import Job
 from .keys import QueueKeys
 from .metrics import max_data_points
 from .queue import Queue
+from .store.connect import as_connection
+from .store.connection import ConnectionLike
+from .store.workers_list import worker_client_name
+from .waits.futures import wait_timeout
 
 if TYPE_CHECKING:  # pragma: no cover
     from .worker_group import WorkerGroup
@@ -115,7 +117,7 @@ class Worker:
         self._drained = False    # "drained" is emitted once per emptying of the queue
         self._shutdown_requested = threading.Event()
         self._forked_from: Optional[int] = None
-        _fork.track(self)
+        fork.track(self)
         self._closer: Optional[threading.Thread] = None    # close() called from a handler
         if autorun:
             self.start()
@@ -448,7 +450,7 @@ class Worker:
     def _handed(self, taken: List[Any]) -> None:
         """A Queue of this process took a job for this worker (``taken``: none or one,
         as moveToActive returns them) in its add's call, a slot reserved for it first
-        (see ``_local``). A job that cannot be run here now (the worker closed
+        (see ``engine.local``). A job that cannot be run here now (the worker closed
         meanwhile) stays active in Redis: the stalled checker takes it back."""
         try:
             job = self._job_from_reply(*taken[0]) if taken else None

@@ -4,11 +4,13 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Dict, List, Optional
 
-from . import _fork, errors
-from . import _validate as check
-from ._engine import Engine
-from ._pools import deadline_of, remaining
-from .connection import ConnectionLike, RedisConnection, as_connection
+from . import errors
+from .base import fork
+from .base import validate as check
+from .base.pools import deadline_of, remaining
+from .engine.engine import Engine
+from .store.connect import as_connection
+from .store.connection import ConnectionLike, RedisConnection
 
 if TYPE_CHECKING:  # pragma: no cover
     from .worker import Worker
@@ -52,7 +54,7 @@ class WorkerGroup:
         self._engines: Dict[Optional[int], Engine] = {}   # by hash slot (None: one Redis)
         self._workers: List["Worker"] = []
         self._closed = False
-        _fork.track(self)
+        fork.track(self)
 
     def _after_fork_in_child(self) -> None:
         """The parent's engines and workers stay the parent's; Workers created here
@@ -133,7 +135,7 @@ class SharedGroup:
         self._connection = connection
         self._name = name
         self._lock = threading.Lock()     # guards _group
-        _fork.track(self)
+        fork.track(self)
 
     def _after_fork_in_child(self) -> None:
         self._lock = threading.Lock()

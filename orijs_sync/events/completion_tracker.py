@@ -19,12 +19,13 @@ import threading
 from concurrent.futures import CancelledError
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Type
 
-from .. import _fork, errors
-from .. import _validate as check
-from .._futures import no_result
-from .._timer import Timer, TimerHandle
-from .._util import to_seconds
+from .. import errors
+from ..base import fork
+from ..base import validate as check
+from ..base.timer import Timer, TimerHandle
+from ..base.util import to_seconds
 from ..queue_events import QueueEvent, QueueEvents
+from ..waits.futures import no_result
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ class CompletionTracker:
         self._queue_events: Optional[QueueEvents] = None
         self._started = False
         self._stopped = False
-        _fork.track(self)
+        fork.track(self)
 
     def _after_fork_in_child(self) -> None:
         """The parent's registrations are the parent's: dropped, their callbacks never

@@ -13,7 +13,7 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
-from .. import _validate as check
+from ..base import validate as check
 from .message import EventMessage
 
 __all__ = ["EventContext", "current_context", "current_meta", "propagation_context",

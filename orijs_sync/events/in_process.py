@@ -17,13 +17,13 @@ from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
 
-from .. import _validate as check
 from .. import errors
-from .._futures import no_result
-from .._pools import deadline_of, shutdown_pools
-from .._timer import Timer, TimerHandle
-from .._util import Seconds, dumps, now_ms, run_logged, to_seconds
+from ..base import validate as check
+from ..base.pools import deadline_of, shutdown_pools
+from ..base.timer import Timer, TimerHandle
+from ..base.util import Seconds, dumps, now_ms, run_logged, to_seconds
 from ..job_scheduler import cron_next_millis
+from ..waits.futures import no_result
 from . import context
 from .completion_tracker import DEFAULT_TIMEOUT
 from .message import EventMessage, validate_event_name

@@ -17,9 +17,9 @@ from collections.abc import Mapping  # (typing's Mapping makes isinstance 2.5 ×
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
-from .. import _validate as check
 from .. import errors
-from .._util import dumps
+from ..base import validate as check
+from ..base.util import dumps
 from ..options import validate_job_id
 
 EVENT_MESSAGE_VERSION = "1"

@@ -21,11 +21,12 @@ import logging
 import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from .. import _fork, errors
-from .. import _validate as check
-from .._lanes import Lanes
-from .._pools import deadline_of, remaining
-from .._util import Seconds, to_seconds
+from .. import errors
+from ..base import fork
+from ..base import validate as check
+from ..base.lanes import Lanes
+from ..base.pools import deadline_of, remaining
+from ..base.util import Seconds, to_seconds
 from ..job import Job
 from ..worker_group import WorkerGroup
 from . import context
@@ -89,7 +90,7 @@ class BullMQEventProvider:
         # Calls made before start(): (run at start, fail if stopped first; None: keep).
         self._before_start: List[Tuple[Callable[[], Any],
                                        Optional[Callable[[BaseException], Any]]]] = []
-        _fork.track(self)
+        fork.track(self)
 
     def _after_fork_in_child(self) -> None:
         self._lock = threading.Lock()   # its parts reset themselves

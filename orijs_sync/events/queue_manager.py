@@ -13,13 +13,14 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple, Type, Union
 
-from .. import _fork, errors
-from .. import _validate as check
+from .. import errors
 from .. import options as job_options
-from .._pools import deadline_of, remaining
-from ..connection import as_connection
+from ..base import fork
+from ..base import validate as check
+from ..base.pools import deadline_of, remaining
 from ..job import Job
 from ..queue import Queue
+from ..store.connect import as_connection
 from ..worker import Worker
 from ..worker_group import SharedGroup, WorkerGroup
 from .message import validate_event_name
@@ -128,7 +129,7 @@ class QueueManager:
         self._workers: Dict[str, Union[Worker, object]] = {}
         self._started_at: Dict[Tuple[str, str], float] = {}
         self._stopped = False
-        _fork.track(self)
+        fork.track(self)
 
     def _after_fork_in_child(self) -> None:
         """The parent's workers stay the parent's (inert copies here): forgotten, so

@@ -14,9 +14,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Type
 
-from .. import _fork, errors
-from .. import _validate as check
-from .._util import Seconds, to_seconds
+from .. import errors
+from ..base import fork
+from ..base import validate as check
+from ..base.util import Seconds, to_seconds
 from ..job_scheduler import validate_pattern
 from ..queue import Queue
 from .message import EVENT_JOB_NAME, EventMessage, validate_event_name
@@ -81,7 +82,7 @@ class ScheduledEventManager:
         self._schedules: Dict[str, Dict[str, ScheduleInfo]] = {}
         self._own_queues: Dict[str, Queue] = {}
         self._stopped = False
-        _fork.track(self)
+        fork.track(self)
 
     def _after_fork_in_child(self) -> None:
         self._lock = threading.Lock()   # schedules live in Redis; nothing else to reset

@@ -7,10 +7,10 @@ from concurrent.futures import CancelledError, Future
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .. import errors
-from .._futures import CheckedFuture, result_or_named_timeout, settle
+from ..waits.futures import CheckedFuture, result_or_named_timeout, settle
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .._lanes import Lanes
+    from ..base.lanes import Lanes
 
 __all__ = ["EventSubscription"]
 

@@ -7,8 +7,8 @@ import threading
 from typing import TYPE_CHECKING, Callable, List, Optional
 
 from .. import errors
-from .._roles import Role
-from .._util import now_ms
+from ..base.roles import Role
+from ..base.util import now_ms
 from .job import GroupJob
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -7,8 +7,8 @@ import queue as queue_module
 import threading
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
 
-from .._locks import write_through_blip
-from .._util import dumps, now_ms
+from ..base.util import dumps, now_ms
+from ..engine.locks import write_through_blip
 from .job import GroupJob
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 from typing import Any, Callable, Dict, Optional, Union, cast
 
 from .. import errors
-from .._util import Seconds, dumps, now_ms, to_seconds
-from .._validate import MAX_SECONDS
+from ..base.util import Seconds, dumps, now_ms, to_seconds
+from ..base.validate import MAX_SECONDS
 from ..job_scheduler import validate_pattern
 
 ORDERING_METHODS = ("none", "scheduler", "in-memory")

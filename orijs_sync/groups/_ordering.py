@@ -17,7 +17,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Callable, Dict, Set
 
-from .._util import now_ms
+from ..base.util import now_ms
 from .job import GroupJob
 
 if TYPE_CHECKING:  # pragma: no cover

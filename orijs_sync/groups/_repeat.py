@@ -9,7 +9,7 @@ import random
 import uuid
 from typing import TYPE_CHECKING, Any, Dict, List, Union
 
-from .._util import dumps, now_ms
+from ..base.util import dumps, now_ms
 from ..job_scheduler import cron_next_millis
 from .job import GroupJob
 

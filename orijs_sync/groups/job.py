@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from .. import errors
-from .._util import Seconds, loads, stored_int
+from ..base.util import Seconds, loads, stored_int
 
 if TYPE_CHECKING:  # pragma: no cover
     from .queue import GroupQueue

@@ -8,10 +8,11 @@ import uuid
 from typing import Any, Dict, List, Optional
 
 from .. import errors
-from .._cluster import check_queue
-from .._util import Seconds, loads, now_ms
-from ..connection import ConnectionLike, ConnectionOwner
-from ..scripts import Scripts
+from ..base.util import Seconds, loads, now_ms
+from ..store.cluster import check_queue
+from ..store.connect import ConnectionOwner
+from ..store.connection import ConnectionLike
+from ..store.scripts import Scripts
 from . import _options as opt
 from . import _repeat
 from .job import GroupJob

@@ -20,10 +20,10 @@ import traceback
 import uuid
 from typing import Any, Callable, Dict, List, Optional
 
-from .. import _fork
-from .._locks import write_through_blip
-from .._roles import Periodic, Role, run_until_signalled
-from .._util import Counter, Seconds, dumps, now_ms, well_formed
+from ..base import fork
+from ..base.roles import Periodic, Role, run_until_signalled
+from ..base.util import Counter, Seconds, dumps, now_ms, well_formed
+from ..engine.locks import write_through_blip
 from . import _options as opt
 from ._fetch import Fetcher, Slots
 from ._finish import Finisher
@@ -73,7 +73,7 @@ class GroupWorker:
         self._last_pickup = 0                    # epoch ms of the last job taken
         self._processed = 0                      # jobs finished (completed or failed)
         self._fresh()
-        _fork.track(self)
+        fork.track(self)
 
     def _fresh(self) -> None:
         """The worker's identity, locks, threads and held jobs, none yet."""

@@ -9,11 +9,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Set, Union
 
-from .. import _validate as check
 from .. import errors
 from .. import options as job_options
-from .._timer import Timer
-from .._util import Seconds, dumps, to_seconds
+from ..base import validate as check
+from ..base.timer import Timer
+from ..base.util import Seconds, dumps, to_seconds
 from ..options import validate_job_id
 from ._execution import StepExecutor
 from .context import current_meta

@@ -27,7 +27,7 @@ import re
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
 from .. import errors
-from .._util import dumps
+from ..base.util import dumps
 from ..job import Job
 from ._execution import (
     FAILURE_LOG_TAG,

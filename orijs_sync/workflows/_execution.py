@@ -15,9 +15,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .. import _fork
-from .._pools import shutdown_pools
-from .._util import dumps
+from ..base import fork
+from ..base.pools import shutdown_pools
+from ..base.util import dumps
 from .context import WorkflowContext, propagation_context
 from .errors import (
     RollbackFailedError,
@@ -72,7 +72,7 @@ class StepExecutor:
         self._max_workers = max_workers
         self.log = logger or log
         self._pool = ThreadPoolExecutor(max_workers, thread_name_prefix=f"{name}-steps")
-        _fork.track(self)
+        fork.track(self)
 
     def _after_fork_in_child(self) -> None:
         """The pool's threads did not survive the fork (and it counts them): a new one."""

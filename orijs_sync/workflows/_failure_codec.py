@@ -15,7 +15,7 @@ import json
 import re
 from typing import Any, List, Mapping, Optional, Sequence
 
-from .._util import dumps, well_formed
+from ..base.util import dumps, well_formed
 from .errors import RollbackFailedError, StepFailedError, WorkflowFailedError
 
 __all__ = ["ORIJS_ERROR_PREFIX", "STEP_ERROR_NAME", "encode_failure", "decode_failure",

@@ -27,15 +27,17 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, Union
 
-from .. import _fork, errors
-from .. import _validate as check
-from .._lanes import Lanes
-from .._pools import deadline_of, join_threads, remaining, shutdown_pools
-from .._util import Seconds, run_logged
-from ..connection import ConnectionLike, as_connection
+from .. import errors
+from ..base import fork
+from ..base import validate as check
+from ..base.lanes import Lanes
+from ..base.pools import deadline_of, join_threads, remaining, shutdown_pools
+from ..base.util import Seconds, run_logged
 from ..flow_producer import FlowProducer
 from ..queue import Queue
 from ..queue_events import QueueEvent, QueueEvents
+from ..store.connect import as_connection
+from ..store.connection import ConnectionLike
 from ..worker import Worker
 from ..worker_group import SharedGroup, WorkerGroup
 from ._base import MIN_STALL_INTERVAL, ExecuteCall, ProviderBase
@@ -103,7 +105,7 @@ class BullMQWorkflowProvider(ProviderBase):
         self._by_queue: Dict[str, str] = {}    # workflow queue name -> workflow name
         self._workers: Dict[str, Tuple[Worker, Worker]] = {}
         self._events: Optional[QueueEvents] = None
-        _fork.track(self)
+        fork.track(self)
 
     def _after_fork_in_child(self) -> None:
         """The parent's workers stay the parent's (inert copies here, forgotten); this

@@ -35,7 +35,7 @@ from typing import (
 
 from .. import errors
 from .. import options as job_options
-from .._util import to_seconds
+from ..base.util import to_seconds
 
 if TYPE_CHECKING:  # pragma: no cover
     from .context import WorkflowContext

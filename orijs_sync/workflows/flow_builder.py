@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from .. import _validate as check
+from ..base import validate as check
 from .definition import PARALLEL_PREFIX, StepGroup, Workflow
 
 __all__ = ["FlowBuilder", "JOB_DATA_VERSION", "workflow_job_data", "step_job_data"]

@@ -19,12 +19,13 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
-from .. import _fork, errors
-from .._futures import CheckedFuture, result_or_named_timeout, settle
-from .._timer import Timer, TimerHandle
+from .. import errors
+from ..base import fork
+from ..base.timer import Timer, TimerHandle
+from ..waits.futures import CheckedFuture, result_or_named_timeout, settle
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .._lanes import Lanes
+    from ..base.lanes import Lanes
 
 __all__ = ["FlowHandle", "FlowTracker", "LocalFlowState", "Pending", "FLOW_STATUSES"]
 
@@ -104,7 +105,7 @@ class FlowTracker:
         self._states: "OrderedDict[FlowKey, LocalFlowState]" = OrderedDict()
         self._closed = False
         self.on_settled: Optional[Callable[[Pending], Any]] = None   # each claimed one
-        _fork.track(self)
+        fork.track(self)
 
     def _after_fork_in_child(self) -> None:
         """The parent's pending results and flow states are the parent's: dropped here,

@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from .. import errors
-from .._pools import deadline_of, shutdown_pools
-from .._util import Seconds, dumps, run_logged
+from ..base.pools import deadline_of, shutdown_pools
+from ..base.util import Seconds, dumps, run_logged
 from ._base import ProviderBase
 from ._execution import (
     GroupFailed,

@@ -12,8 +12,9 @@ import uuid
 
 import pytest
 
-from orijs_sync import Queue, Worker, connection, errors
-from orijs_sync._processing import compute_backoff
+from orijs_sync import Queue, Worker, errors
+from orijs_sync.store import connection
+from orijs_sync.engine.processing import compute_backoff
 from orijs_sync.testing import RedisServer, wait_until
 
 GUARD = 30.0

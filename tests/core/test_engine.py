@@ -436,7 +436,7 @@ def test_markers_past_the_first_shard_are_watched_by_watcher_threads(
         conn, namespace, monkeypatch):
     """Queues past the fetcher's shard of markers are waited on by marker watchers (one
     per shard); a marker they pop wakes the fetcher, which may block on its own shard."""
-    from orijs_sync import _engine
+    from orijs_sync.engine import engine as _engine
     monkeypatch.setattr(_engine, "SHARD_SIZE", 3)
     before = set(engine_threads())
     names = [f"shard-{namespace}-{i}" for i in range(8)]     # shards 0, 1, 2
@@ -487,7 +487,7 @@ def test_outcomes_of_many_queues_are_written_in_one_pipelined_round_trip(
     moveToFinished calls in one pipeline; calls whose script Redis lost (SCRIPT FLUSH
     just before the first pipeline) are sent again on their own; every outcome is
     written once, no error reported."""
-    from orijs_sync import _engine_roles
+    from orijs_sync.engine import engine_roles as _engine_roles
     names = [f"fin-{namespace}-{i}" for i in range(4)]
     release = threading.Barrier(len(names) * 4 + 1, timeout=30)
     pipelined: List[int] = []
@@ -525,8 +525,8 @@ def test_outcomes_of_many_queues_are_written_in_one_pipelined_round_trip(
 def test_outcomes_survive_a_failed_finishing_pipeline(conn, group, namespace):
     """The pipeline carrying several queues' outcomes fails as a whole (it may or may
     not have run): each queue's same call is sent again on its own, nothing is lost."""
-    from orijs_sync import connection as connection_module
-    from orijs_sync.scripts import Scripts
+    from orijs_sync.store import connection as connection_module
+    from orijs_sync.store.scripts import Scripts
     finish_sha = Scripts(conn.client).get("moveToFinished").sha
     names = [f"finfail-{namespace}-{i}" for i in range(3)]
     release = threading.Barrier(len(names) * 2 + 1, timeout=30)
@@ -557,7 +557,7 @@ def test_a_marker_popped_while_its_queue_is_being_fetched_is_not_lost(conn, name
     """A watcher pops a queue's marker while the fetcher's call for that queue is under
     way and finds nothing (the job came just after it): the fetcher must look again
     rather than wait out the drain delay on a marker that is gone."""
-    from orijs_sync import _engine
+    from orijs_sync.engine import engine as _engine
     monkeypatch.setattr(_engine, "SHARD_SIZE", 1)            # every queue its own shard
     with WorkerGroup(conn, name="inflight") as g:
         first = Worker(f"inflight-{namespace}-a", lambda job: None, group=g, drain_delay=600)

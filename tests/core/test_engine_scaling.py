@@ -9,7 +9,8 @@ from typing import Any, Dict, Iterator, List
 import pytest
 
 from orijs_sync import Worker, WorkerGroup
-from orijs_sync import _engine, _engine_roles
+from orijs_sync.engine import engine as _engine
+from orijs_sync.engine import engine_roles as _engine_roles
 from orijs_sync.testing import wait_until
 
 QUEUES = 150

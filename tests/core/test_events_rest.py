@@ -1,4 +1,4 @@
-"""A resting events thread (``orijs_sync._expect``), on real Redis and real processes.
+"""A resting events thread (``orijs_sync.waits.expect``), on real Redis and real processes.
 
 While no listener wants events as they are written and every waiter waits for a job a
 Worker of this process holds, the events thread does not read after every event: the

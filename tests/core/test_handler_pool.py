@@ -7,7 +7,7 @@ from typing import List
 
 import pytest
 
-from orijs_sync._handler_pool import HandlerPool
+from orijs_sync.engine.handler_pool import HandlerPool
 from orijs_sync.testing import wait_until
 
 

@@ -1,4 +1,4 @@
-"""Short cuts inside one process (``orijs_sync._local``), on real Redis: an add hands
+"""Short cuts inside one process (``orijs_sync.engine.local``), on real Redis: an add hands
 its job to a free Worker of the process in the add's own call, and a Worker's write
 settles the waiters of the job in the process's QueueEvents as it returns. Redis holds
 what the long way writes; the events stream still delivers every event once."""
@@ -11,7 +11,7 @@ from typing import Any, List
 import pytest
 
 from orijs_sync import FlowProducer, Queue, QueueEvents, Worker, errors
-from orijs_sync._local import LOCAL, Handing
+from orijs_sync.engine.local import LOCAL, Handing
 from orijs_sync.events.completion_tracker import CompletionTracker
 from orijs_sync.testing import wait_until
 

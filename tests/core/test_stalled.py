@@ -9,13 +9,13 @@ import sys
 import time
 
 from orijs_sync import Worker
-from orijs_sync._processing import Outcome
+from orijs_sync.engine.processing import Outcome
 from orijs_sync.testing import wait_until
 
 CRASHY = """
 import sys, time
 from orijs_sync import Worker
-from orijs_sync._processing import Outcome
+from orijs_sync.engine.processing import Outcome
 def handler(job):
     open(sys.argv[2], "a").write(f"start {{job.id}}\\n")
     time.sleep(60)

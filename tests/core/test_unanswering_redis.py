@@ -12,7 +12,8 @@ import time
 import pytest
 import redis
 
-from orijs_sync import Queue, Worker, connection, errors
+from orijs_sync import Queue, Worker, errors
+from orijs_sync.store import connection
 from orijs_sync.testing import RedisServer, wait_until
 
 GUARD = 30.0

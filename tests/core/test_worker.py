@@ -13,7 +13,7 @@ from typing import List
 import pytest
 
 from orijs_sync import Worker, errors
-from orijs_sync._local import LOCAL
+from orijs_sync.engine.local import LOCAL
 from orijs_sync.testing import orijs_threads, wait_until
 
 from engine_state import waits_on_marker

@@ -15,7 +15,7 @@ import redis
 import fork_cases
 from forking import MODES, end_child, run_in_child, start_child
 from orijs_sync import FlowProducer, Queue, QueueEvents, Worker, WorkerGroup
-from orijs_sync._timer import Timer
+from orijs_sync.base.timer import Timer
 from orijs_sync.connection import RedisConnection
 from orijs_sync.testing import wait_until
 

@@ -12,7 +12,7 @@ import pytest
 from orijs_sync import Queue, Worker, errors
 from orijs_sync.events import (BullMQEventProvider, CompletionTracker, EventMessage, QueueManager,
                                ScheduledEventManager, current_meta, propagation_context)
-from orijs_sync._timer import Timer
+from orijs_sync.base.timer import Timer
 from orijs_sync.events.context import current_context, handling
 from events_helpers import wait_until
 

@@ -9,7 +9,7 @@ from typing import Any, List
 
 import pytest
 
-from orijs_sync._util import now_ms
+from orijs_sync.base.util import now_ms
 from orijs_sync.groups import GroupQueue, GroupWorker
 from orijs_sync.groups._options import GroupOptionError
 from orijs_sync.testing import orijs_threads, wait_until

@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterable, Iterator, List
 
 import pytest
 
-from orijs_sync._util import now_ms
+from orijs_sync.base.util import now_ms
 from orijs_sync.groups import GroupJob, GroupQueue, GroupWorker
 from orijs_sync.testing import RedisServer, wait_until
 

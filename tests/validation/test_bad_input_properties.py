@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from orijs_sync import FlowProducer, Queue, QueueEvents, Worker, errors
 from orijs_sync import options as job_options
-from orijs_sync._validate import MAX_PRIORITY, MAX_SECONDS
+from orijs_sync.base.validate import MAX_PRIORITY, MAX_SECONDS
 from orijs_sync.events import BullMQEventProvider, InProcessEventProvider
 from orijs_sync.workflows import BullMQWorkflowProvider, InProcessWorkflowProvider, Workflow
 

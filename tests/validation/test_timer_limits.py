@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from orijs_sync import errors
-from orijs_sync._timer import Timer
+from orijs_sync.base.timer import Timer
 from orijs_sync.events import InProcessEventProvider
 
 

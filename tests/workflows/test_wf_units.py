@@ -11,7 +11,7 @@ from orijs_sync import errors
 from orijs_sync.workflows import (FlowBuilder, FlowHandle, StepNotFoundError, StepRegistry,
                                   Workflow, flatten_child_results, is_parallel_result_wrapper,
                                   is_step_result_wrapper, sanitize, validate_step_name)
-from orijs_sync._timer import Timer
+from orijs_sync.base.timer import Timer
 from orijs_sync.workflows.results import parallel_result_wrapper, step_result_wrapper
 from wf_helpers import wait_until
 

@@ -13,8 +13,7 @@ from collections.abc import Collection, Mapping
 from datetime import timedelta
 from typing import Any, Dict, Literal, NoReturn, Optional, cast, overload
 
-from . import errors
-from .connection import DECODING_ERRORS
+from .. import errors
 
 # Longest duration taken anywhere (delay, timeout, interval...): ten years. Beyond it
 # a delayed job's score would lose precision and a timer wait would overflow.
@@ -22,6 +21,12 @@ MAX_SECONDS = 10 * 365 * 24 * 3600.0
 # BullMQ's highest priority (2 ** 21 - 1).
 MAX_PRIORITY = 2 ** 21 - 1
 MAX_INT = 2 ** 53 - 1   # what a JSON number keeps exactly (Lua and JavaScript read doubles)
+
+# Replies are text; bytes another program wrote that are not UTF-8 decode to lone
+# surrogates and encode back to the same bytes, so one such field fails its job with
+# a reason (or reads as it is) instead of every reply that carries it raising, and
+# nothing is rewritten differently.
+DECODING_ERRORS = "surrogateescape"
 
 
 def _show(value: Any) -> str:

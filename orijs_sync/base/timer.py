@@ -17,8 +17,9 @@ import threading
 import time
 from typing import Any, Callable, List, Optional
 
-from . import _fork, errors
-from . import _validate as check
+from .. import errors
+from . import fork
+from . import validate as check
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class Timer:
         self._stopped = False
         self._started = False
         self._thread: Optional[threading.Thread] = None
-        _fork.track(self)
+        fork.track(self)
 
     def _after_fork_in_child(self) -> None:
         """The parent's entries are the parent's to run: dropped. A started timer gets

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, Set, Tuple, Typ
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from . import errors
-from ._util import script_json
-from .job import Job
+from .. import errors
+from ..base.util import script_json
+from ..job import Job
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .worker import Worker
+    from ..worker import Worker
 
 log = logging.getLogger(__name__)
 

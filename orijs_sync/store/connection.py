@@ -10,16 +10,19 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 import redis
 from redis.client import Pipeline
 
-from . import _fork, _workers_list, errors
+from .. import errors
+from ..base import fork
+from ..base.validate import DECODING_ERRORS  # defined there: checks use it too
+from . import workers_list
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("orijs_sync.connection")   # the logger name users know (the module moved)
 
-# A cluster is also a list of URLs or a redis.cluster.RedisCluster (see _cluster.py).
+# A cluster is also a list of URLs or a redis.cluster.RedisCluster (see cluster.py).
 ConnectionLike = Union[str, Mapping[str, Any], Sequence[Any], redis.Redis, "RedisConnection",
                        "redis.cluster.RedisCluster", None]
 
@@ -54,13 +57,6 @@ _SSL_OPTIONS = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile", "ssl_cert_reqs", 
 # hang a thread for ever. Blocking calls get their block time plus a margin instead.
 DEFAULT_SOCKET_TIMEOUT = 10.0
 BLOCKING_MARGIN = 5.0
-
-# Replies are text; bytes another program wrote that are not UTF-8 decode to lone
-# surrogates and encode back to the same bytes, so one such field fails its job with
-# a reason (or reads as it is) instead of every reply that carries it raising, and
-# nothing is rewritten differently.
-DECODING_ERRORS = "surrogateescape"
-
 
 class _Packer:
     """Packs a command with hiredis directly when redis-py's own steps (splitting a
@@ -191,7 +187,8 @@ class RedisConnection:
 
     Thread-safe: ``client`` is a pooled ``redis.Redis``; each blocking role asks
     :meth:`blocking_client` for a client with a connection of its own. A cluster or a
-    Sentinel is a subclass (``orijs_sync._cluster``), made by :func:`as_connection`.
+    Sentinel is a subclass (``orijs_sync.store.cluster``), made by
+    :func:`~orijs_sync.store.connect.as_connection`.
     """
 
     is_cluster = False      # keys of one queue must share a slot; no direct connections
@@ -208,7 +205,7 @@ class RedisConnection:
         self._direct_lock = threading.Lock()           # guards _direct and _free
         self._direct: List[redis.connection.AbstractConnection] = []
         self._free: List[redis.connection.AbstractConnection] = []   # leased ones, back
-        _fork.track(self)
+        fork.track(self)
 
     def _after_fork_in_child(self) -> None:
         """In a forked child: new pool, no direct connections; the parent's sockets are
@@ -287,7 +284,7 @@ class RedisConnection:
         connections (a server refusing it leaves them unnamed)."""
         kwargs = dict(self._kwargs, max_connections=1)
         if client_name:
-            kwargs["redis_connect_func"] = _workers_list.naming_connect_func(
+            kwargs["redis_connect_func"] = workers_list.naming_connect_func(
                 client_name, kwargs.get("redis_connect_func"))
         timeout = kwargs.get("socket_timeout")
         if timeout is None or timeout < longest_block + BLOCKING_MARGIN:
@@ -379,7 +376,7 @@ class BlockingClient:
         self._lock = threading.Lock()     # guards _interrupted and _conn
         self._interrupted = False
         self._conn: Optional[redis.connection.AbstractConnection] = None   # see call()
-        _fork.track(self)
+        fork.track(self)
 
     def _after_fork_in_child(self) -> None:
         self._lock = threading.Lock()
@@ -484,39 +481,3 @@ def renew_pool(client: Client) -> None:
     for conn in [*getattr(old, "_available_connections", ()),
                  *getattr(old, "_in_use_connections", ())]:
         _drop(conn)
-
-
-_Owner = TypeVar("_Owner", bound="ConnectionOwner")
-
-
-class ConnectionOwner:
-    """Base of the classes taking a ``connection``: they close it on ``close()`` (or at
-    the end of a ``with`` block) only when they made it themselves."""
-
-    connection: RedisConnection
-    client: Client
-    _owns_connection: bool
-
-    def _use_connection(self, connection: ConnectionLike) -> None:
-        self.connection = as_connection(connection)
-        self._owns_connection = self.connection is not connection
-        self.client = self.connection.client
-
-    def close(self) -> None:
-        if self._owns_connection:
-            self.connection.close()
-
-    def __enter__(self: _Owner) -> _Owner:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def as_connection(connection: ConnectionLike, **kwargs: Any) -> RedisConnection:
-    if isinstance(connection, RedisConnection):
-        return connection if not kwargs else type(connection)(connection, **kwargs)
-    from ._cluster import connection_class_for  # a cluster or a Sentinel
-    made: RedisConnection = (connection_class_for(connection) or RedisConnection)(
-        connection, **kwargs)
-    return made

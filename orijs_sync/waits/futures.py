@@ -7,11 +7,11 @@ import threading
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 
-from . import _validate as check
-from . import errors
+from .. import errors
+from ..base import validate as check
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._lanes import Lanes
+    from ..base.lanes import Lanes
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def wait_timeout(timeout: Any, arg: str = "timeout") -> Optional[float]:
 class CheckedFuture(Future):  # type: ignore[type-arg]
     """A Future whose waits check their timeout and time out with ``errors.TimeoutError``.
 
-    With a callback lane (``callbacks``, the provider's: see ``_lanes``), a done-callback
+    With a callback lane (``callbacks``, the provider's: see ``base.lanes``), a done-callback
     runs in the thread that settles the Future, as ``Future`` runs it (the caller's, for
     one added after the outcome or settled by the caller's ``cancel()``), unless that
     thread is one of the library's (a worker's handler thread, whose slot it would

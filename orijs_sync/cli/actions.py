@@ -1,4 +1,4 @@
-"""The ``orijs-sync`` commands that list queues and act on them (``cli.py`` wires them in).
+"""The ``orijs-sync`` commands that list queues and act on them (``main.py`` wires them in).
 
 Actions (retry, remove, promote, clean, pause, resume, drain, obliterate,
 schedulers) refuse a queue that does not exist under the prefix, with a message
@@ -14,10 +14,10 @@ import sys
 import threading
 from typing import Any, Dict, List, Optional
 
-from . import errors
-from .connection import RedisConnection
-from .job import Job
-from .queue import Queue
+from .. import errors
+from ..job import Job
+from ..queue import Queue
+from ..store.connection import RedisConnection
 
 log = logging.getLogger(__name__)
 

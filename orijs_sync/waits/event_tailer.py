@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from . import errors
-from ._roles import Role
+from .. import errors
+from ..base.roles import Role
 
 if TYPE_CHECKING:
-    from .queue_events import QueueEvents
+    from ..queue_events import QueueEvents
 
 READ_COUNT = 1000    # entries per stream per XREAD
 

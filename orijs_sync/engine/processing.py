@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 
 import redis
 
-from . import _validate as check
-from . import errors
-from ._local import LOCAL
-from ._locks import write_through_blip
-from ._util import Counter, dumps, now_ms, script_json, well_formed
-from .job import Job
-from .job_scheduler import schedule_next
-from .options import keep_jobs
+from .. import errors
+from ..base import validate as check
+from ..base.util import Counter, dumps, now_ms, script_json, well_formed
+from ..job import Job
+from ..job_scheduler import schedule_next
+from ..options import keep_jobs
+from .local import LOCAL
+from .locks import write_through_blip
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .worker import Worker
+    from ..worker import Worker
 
 log = logging.getLogger(__name__)
 

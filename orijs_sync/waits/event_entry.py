@@ -5,9 +5,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
-from . import errors
-from ._futures import settle
-from ._util import loads
+from .. import errors
+from ..base.util import loads
+from .futures import settle
 
 # The field each event carries as its "value" for on(event, fn(job_id, value)).
 _VALUE_FIELD = {"completed": "returnvalue", "failed": "failedReason", "progress": "data",

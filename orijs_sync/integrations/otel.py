@@ -25,12 +25,12 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Type
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from .flow_producer import FlowProducer, JobNode
-from .job import Job
-from .queue import Queue
-from .worker import Worker
+from ..flow_producer import FlowProducer, JobNode
+from ..job import Job
+from ..queue import Queue
+from ..worker import Worker
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("orijs_sync.otel")   # the logger name users know (the module moved)
 
 __all__ = ["Telemetry"]
 

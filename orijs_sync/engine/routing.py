@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Mapping, Union
 
-from . import _validate as check
-from . import errors
-from .job import Job
+from .. import errors
+from ..base import validate as check
+from ..job import Job
 
 Handler = Callable[[Job], Any]
 ProcessorLike = Union[Handler, Mapping[str, Handler]]

@@ -4,7 +4,7 @@ An events thread reads its streams for two kinds of readers: listeners (``on``,
 ``on_event``), which want every event as soon as it is written, and waiters (a
 ``wait_for_job`` future, an ``emit`` future, a workflow handle), which want one
 outcome. A waiter whose job a Worker of this process holds does not need the
-thread: the Worker's write settles it (see ``_local``), and if the Worker lets the
+thread: the Worker's write settles it (see ``engine.local``), and if the Worker lets the
 job go unwritten (a retry, a lost lock, a close) it says so (``LOCAL.released``).
 
 So with no listener, no ``catch_up`` under way, and every expectation *covered*
@@ -18,8 +18,8 @@ from __future__ import annotations
 import threading
 from typing import Dict, Hashable, List, Optional, Sequence, Tuple
 
-from ._local import LOCAL
-from .keys import QueueKeys
+from ..engine.local import LOCAL
+from ..keys import QueueKeys
 
 REST = 0.5      # seconds between reads of a resting events thread
 

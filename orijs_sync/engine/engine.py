@@ -2,7 +2,7 @@
 
 A Worker keeps its queue's own state (slots, pause, limiter, active jobs, lock
 duration, stalled pacing, listeners); its engine owns the threads that work for
-every queue it serves (``_engine_roles``):
+every queue it serves (``engine.engine_roles``):
 
 - one fetcher: moves jobs to active for the queues that may have some, else blocks
   in one ``BZPOPMIN`` over the markers of the others and the engine's wake key. The
@@ -36,20 +36,20 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
-from . import _fork
-from ._engine_roles import IDLE_WAIT, Fetcher, Finisher, MarkerWatcher, PerQueue
-from ._handler_pool import HandlerPool
-from ._local import LOCAL, reserve_one
-from ._pools import join_threads
-from ._roles import Role
-from ._shards import deal
-from ._util import now_ms
-from .connection import RedisConnection
-from .scripts import Scripts
+from ..base import fork
+from ..base.pools import join_threads
+from ..base.roles import Role
+from ..base.shards import deal
+from ..base.util import now_ms
+from ..store.connection import RedisConnection
+from ..store.scripts import Scripts
+from .engine_roles import IDLE_WAIT, Fetcher, Finisher, MarkerWatcher, PerQueue
+from .handler_pool import HandlerPool
+from .local import LOCAL, reserve_one
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .job import Job
-    from .worker import Worker
+    from ..job import Job
+    from ..worker import Worker
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class Engine:
         for role in self._roles:
             role.on_error = self._role_error  # type: ignore[method-assign]
             role.probe = connection.ping
-        _fork.track(self)
+        fork.track(self)
         for role in self._roles:
             role.start(f"orijs-{role.name}-{label}")
 
@@ -359,7 +359,7 @@ class Engine:
         fetch, then waits on its marker, as after a fetch that found it empty: the slots
         the write frees do not send the fetcher to look again, where its look would
         take the slot an add of this process is about to hand its job to (see
-        ``_local``). Nothing is done when anything changed since ``mark`` (a marker
+        ``engine.local``). Nothing is done when anything changed since ``mark`` (a marker
         popped, a fetch ended, a slot came back...): the fetcher's view is newer."""
         with self._cv:
             if (self._changed, self._looks) == mark and id(w) in self._ready \

@@ -1,4 +1,4 @@
-"""The threads of a worker engine (see ``_engine``): the fetcher, the finisher and
+"""The threads of a worker engine (see ``engine.engine``): the fetcher, the finisher and
 the per-queue periodic roles (lock renewal, stalled checks). Each is a ``Role``: one
 ``loop()`` step, stopped by the engine's stop event.
 """
@@ -11,14 +11,14 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
-from . import errors
-from ._processing import HELD, Outcome
-from ._roles import Role
+from .. import errors
+from ..base.roles import Role
+from .processing import HELD, Outcome
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._engine import Engine
-    from .job import Job
-    from .worker import Worker
+    from ..job import Job
+    from ..worker import Worker
+    from .engine import Engine
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,9 @@ from redis.crc import key_slot
 from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
-from . import _fork, _workers_list, errors
+from .. import errors
+from ..base import fork
+from . import workers_list
 from .connection import (
     _POOL_INTERNALS,
     REDIS_PY_ERRORS,
@@ -202,7 +204,7 @@ class ClusterConnection(RedisConnection):
         self._local = threading.local()
         self._direct_lock = threading.Lock()
         self._direct: List[Any] = []
-        _fork.track(self)
+        fork.track(self)
 
     def _after_fork_in_child(self) -> None:
         """redis-py's pools notice the new PID and open new connections in the child."""
@@ -231,7 +233,7 @@ class ClusterConnection(RedisConnection):
             timeout = longest_block + 5
         more: Dict[str, Any] = {}
         if client_name:
-            more["redis_connect_func"] = _workers_list.naming_connect_func(
+            more["redis_connect_func"] = workers_list.naming_connect_func(
                 client_name, self._options.get("redis_connect_func"))
         client = self._make_cluster(dict(self._options), socket_timeout=timeout,
                                     retry=Retry(NoBackoff(), 0), **more)

@@ -14,7 +14,7 @@ writes, and the long way still runs beside it. What is saved is a wake.
   returns, with the id of the outcome's event in the stream (so a waiter tells the
   run it waits for apart exactly as when its events thread reads that entry, later).
 - While every waiter of a ``QueueEvents`` waits for a job a Worker here holds, its
-  events thread rests (see ``_expect``); a Worker letting a job go (``released``)
+  events thread rests (see ``waits.expect``); a Worker letting a job go (``released``)
   or closing wakes it.
 
 A server is told by its address (``[user@]host:port/db`` or a unix socket): a
@@ -25,13 +25,13 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from . import _fork
-from ._util import now_ms
-from .connection import RedisConnection
+from ..base import fork
+from ..base.util import now_ms
+from ..store.connection import RedisConnection
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .queue_events import QueueEvents
-    from .worker import Worker
+    from ..queue_events import QueueEvents
+    from ..worker import Worker
 
 _Key = Tuple[str, str]     # (server address, Redis key)
 
@@ -52,7 +52,7 @@ class _Registry:
         self._workers: Dict[_Key, List["Worker"]] = {}
         self._watchers: Dict[_Key, List["QueueEvents"]] = {}
         self._events: Dict[str, List["QueueEvents"]] = {}    # by server: may rest
-        _fork.track(self)
+        fork.track(self)
 
     def _after_fork_in_child(self) -> None:
         """A child has none of its parent's running Workers or events threads."""

@@ -27,8 +27,8 @@ import queue
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import _fork
-from ._pools import join_threads
+from . import fork
+from .pools import join_threads
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class Lanes:
         self._lanes: Dict[int, _Lane] = {}
         self._closed = False
         self._pending = 0               # tasks queued or running
-        _fork.track(self)
+        fork.track(self)
 
     def _after_fork_in_child(self) -> None:
         """The parent's queued tasks are the parent's: dropped, never run here; lanes

@@ -19,9 +19,10 @@ import os
 import sys
 from typing import Any, Callable, Dict, Optional, Sequence
 
-from . import _cli_actions, errors
-from .queue import Queue
-from .worker import Worker
+from .. import errors
+from ..queue import Queue
+from ..worker import Worker
+from . import actions
 
 
 def load_callable(spec: str) -> Callable[..., Any]:
@@ -71,7 +72,7 @@ def _worker(args: argparse.Namespace, queue: Queue) -> int:
     worker = Worker(queue.name, handler, connection=args.url, prefix=args.prefix,
                     concurrency=args.concurrency, worker_name=args.name,
                     max_reconnect_delay=args.max_reconnect_delay)
-    _cli_actions.log_each_job(worker)
+    actions.log_each_job(worker)
     worker.run(connect_timeout=args.connect_timeout)
     return 0
 
@@ -106,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="longest pause between tries while Redis is down (default: 5)")
     p.add_argument("--name", help="worker name (listed by getWorkers() as :w:NAME)")
     p.set_defaults(run=_worker)
-    _cli_actions.add_commands(parser, sub)
+    actions.add_commands(parser, sub)
     return parser
 
 
@@ -117,7 +118,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return int(args.run(args, None))
         with Queue(args.queue, connection=args.url, prefix=args.prefix) as queue:
             if getattr(args, "must_exist", False):
-                _cli_actions.require_queue(queue)
+                actions.require_queue(queue)
             return int(args.run(args, queue))
     except (errors.OrijsError, ValueError, ImportError, AttributeError) as exc:
         print(f"orijs-sync: {exc}", file=sys.stderr)

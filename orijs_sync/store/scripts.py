@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import redis
 
-from . import _fork
+from ..base import fork
 from .connection import send_raw as _send
 from .connection import side_failed, translate
 
@@ -26,7 +26,7 @@ _INCLUDE = re.compile(r'^---\s*@include\s+"([\w/-]+)"\s*$', re.MULTILINE)
 def _lua_root() -> Path:
     """The scripts beside the package in a source checkout (so a checkout run with
     ``PYTHONPATH`` uses its own scripts), else the installed ``orijs_sync.lua``."""
-    checkout = Path(__file__).resolve().parent.parent / "lua"
+    checkout = Path(__file__).resolve().parents[2] / "lua"
     if (checkout / "includes").is_dir() and (checkout / "moveToActive.lua").is_file():
         return checkout
     return Path(str(resources.files("orijs_sync.lua")))
@@ -57,7 +57,7 @@ class Scripts:
         self._client = client
         self._scripts: Dict[str, Any] = {}
         self._lock = threading.Lock()
-        _fork.track(self)
+        fork.track(self)
 
     def _after_fork_in_child(self) -> None:
         self._lock = threading.Lock()     # the scripts themselves (sha, text) stay valid

@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import redis
 
-from . import errors
+from .. import errors
 
 log = logging.getLogger(__name__)
 

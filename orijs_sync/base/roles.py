@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any, Callable, List, Optional
 
-from . import errors
+from .. import errors
 
 log = logging.getLogger(__name__)
 

@@ -17,12 +17,12 @@ from typing import Any, Optional
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from .job import Job
-from .queue import Queue
-from .queue_events import QueueEvent, QueueEvents
-from .worker import Worker
+from ..job import Job
+from ..queue import Queue
+from ..queue_events import QueueEvent, QueueEvents
+from ..worker import Worker
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("orijs_sync.prometheus")   # the logger name users know (the module moved)
 
 __all__ = ["PrometheusMetrics"]
 

@@ -9,7 +9,8 @@ import time
 from datetime import timedelta
 from typing import Any, Callable, Optional, Union, overload
 
-from . import _validate, errors
+from .. import errors
+from . import validate
 
 Seconds = Union[int, float, timedelta]
 
@@ -20,8 +21,8 @@ def now_ms() -> int:
 
 def to_seconds(value: Optional[Seconds], name: str, *, allow_none: bool = True) -> Optional[float]:
     """A duration in seconds from a number or ``timedelta``: finite, >= 0, at most
-    ten years (``_validate.seconds``)."""
-    return _validate.seconds(value, name, allow_none=allow_none)
+    ten years (``validate.seconds``)."""
+    return validate.seconds(value, name, allow_none=allow_none)
 
 
 def to_ms(value: Optional[Seconds], name: str, *, allow_none: bool = True) -> Optional[int]:
@@ -66,7 +67,7 @@ def script_json(value: Any, what: str = "value") -> str:
     sent back as those bytes, see connection.DECODING_ERRORS); other lone surrogates
     cannot be stored and raise ``errors.InvalidArgument`` naming ``what``."""
     text = _encode(value, what, True)
-    return text if text.isascii() else _validate.storable(text, what)
+    return text if text.isascii() else validate.storable(text, what)
 
 
 def well_formed(text: str) -> str:
