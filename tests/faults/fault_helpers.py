@@ -214,6 +214,15 @@ class Raised:
 
 # -- bounded calls -----------------------------------------------------------------------
 
+def start_workers(stack: Any, workers: List[Any]) -> None:
+    """Start each worker, closed (10 s) by ``stack`` (an ExitStack); errors they report
+    are not raised, so not counted."""
+    for worker in workers:
+        stack.callback(worker.close, 10)
+        worker.on("error", lambda exc: None)
+        worker.start()
+
+
 def add_while_faulting(schedule: ScheduleRun, add: Callable[[int], str], raised: Raised,
                        most: int, pause: float = 0.04) -> Tuple[Dict[str, int], int]:
     """Call ``add(n)`` (returning the job's id) every ``pause`` seconds until the schedule

@@ -8,7 +8,15 @@ import contextlib
 import time
 from typing import List
 
-from fault_helpers import RECOVERY, Raised, Runs, ScheduleRun, add_while_faulting, make_schedule
+from fault_helpers import (
+    RECOVERY,
+    Raised,
+    Runs,
+    ScheduleRun,
+    add_while_faulting,
+    make_schedule,
+    start_workers,
+)
 
 from orijs_sync.groups import GroupQueue, GroupWorker
 from orijs_sync.testing import wait_until
@@ -41,10 +49,7 @@ def test_group_queues_through_network_faults(proxy, proxied_url, redis_url, name
         stack.callback(queue.close)
         workers = [GroupWorker(queue, handler, concurrency=4, stalled_interval=2,
                                max_stalled_count=50, block_timeout=2) for _ in range(2)]
-        for worker in workers:
-            stack.callback(worker.close, 10)
-            worker.on("error", lambda exc: None)        # reported, not raised: not counted
-            worker.start()
+        start_workers(stack, workers)
         stack.callback(schedule.stop)
         schedule.start()
         acked, n = add_while_faulting(

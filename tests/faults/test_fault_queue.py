@@ -8,7 +8,15 @@ import contextlib
 import time
 
 import redis
-from fault_helpers import RECOVERY, Raised, Runs, ScheduleRun, add_while_faulting, make_schedule
+from fault_helpers import (
+    RECOVERY,
+    Raised,
+    Runs,
+    ScheduleRun,
+    add_while_faulting,
+    make_schedule,
+    start_workers,
+)
 
 from orijs_sync import Queue, Worker
 from orijs_sync.testing import wait_until
@@ -41,10 +49,7 @@ def test_plain_queue_through_network_faults(proxy, proxied_url, redis_url, names
         queue = Queue(qname, connection=proxied_url)
         stack.callback(queue.close)
         workers = [Worker(qname, handler, **options) for _ in range(2)]
-        for worker in workers:
-            stack.callback(worker.close, 10)
-            worker.on("error", lambda exc: None)        # reported, not raised: not counted
-            worker.start()
+        start_workers(stack, workers)
         stack.callback(schedule.stop)
         schedule.start()
         acked, n = add_while_faulting(schedule, lambda n: queue.add("x", {"n": n}).id,

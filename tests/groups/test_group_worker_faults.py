@@ -61,6 +61,18 @@ class Runs:
             return list(self.started)
 
 
+
+def finish_j_during_an_outage(own_redis, handler, ended: str) -> None:
+    """J runs; Redis stops; J's handler ends (``ended``) and its write fails for OUTAGE
+    seconds; Redis comes back and K is let go."""
+    wait_until(lambda: handler.runs() == ["J"], 30, "J running")
+    own_redis.halt()
+    handler.let_go(1)
+    wait_until(lambda: handler.done() == 1, 30, ended)
+    time.sleep(OUTAGE)                 # the outage goes on: the write fails meanwhile
+    own_redis.restart()
+    handler.let_go(2)
+
 def test_late_finish_of_an_earlier_run_on_the_same_worker_is_refused(gq, caplog):
     """Run 1 of J is recovered (as if its deadline had passed) and the same worker takes
     J again (run 2): run 1's late completion must be refused (each run has its own
@@ -99,13 +111,7 @@ def test_a_completion_is_written_through_a_redis_outage(own_redis, gname):
     completed: List[str] = []
     with GroupWorker(gq, handler, stalled_interval=60) as w:
         w.on("completed", lambda job, result: completed.append(job.id))
-        wait_until(lambda: handler.runs() == ["J"], 30, "J running")
-        own_redis.halt()
-        handler.let_go(1)
-        wait_until(lambda: handler.done() == 1, 30, "J's handler returned")
-        time.sleep(OUTAGE)                 # the outage goes on: the write fails meanwhile
-        own_redis.restart()
-        handler.let_go(2)
+        finish_j_during_an_outage(own_redis, handler, "J's handler returned")
         wait_until(lambda: completed == ["J", "K"], 30, "J, then K, completed")
     assert handler.runs() == ["J", "K"] and gq.is_empty()
     gq.close()
@@ -146,13 +152,7 @@ def test_a_failure_is_written_through_a_redis_outage(own_redis, gname):
     with GroupWorker(gq, handler, backoff=0, stalled_interval=60) as w:
         w.on("failed", lambda job, exc: seen.append(("failed", job.id, job.attempts_made)))
         w.on("completed", lambda job, result: seen.append(("completed", job.id)))
-        wait_until(lambda: handler.runs() == ["J"], 30, "J running")
-        own_redis.halt()
-        handler.let_go(1)
-        wait_until(lambda: handler.done() == 1, 30, "J's handler raised")
-        time.sleep(OUTAGE)                 # the outage goes on: the write fails meanwhile
-        own_redis.restart()
-        handler.let_go(2)
+        finish_j_during_an_outage(own_redis, handler, "J's handler raised")
         wait_until(lambda: len(seen) == 2, 30, "J's failed attempt, then its retry")
     assert seen == [("failed", "J", 1), ("completed", "J")]
     assert handler.runs() == ["J", "J"] and gq.is_empty()
