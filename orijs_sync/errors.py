@@ -120,6 +120,27 @@ class WaitingChildrenError(Exception):
     """Raised after ``job.move_to_waiting_children()`` moved the job."""
 
 
+class ChildError(OrijsError):
+    """In process mode, a handler's exception that could not come back from its child
+    process as itself (it does not pickle): ``type_name`` names its class; ``str()`` is
+    its message; ``child_traceback``, as on any exception from a child, its traceback."""
+
+    def __init__(self, message: str, type_name: str) -> None:
+        super().__init__(message)
+        self.type_name = type_name
+
+
+class ChildDied(OrijsError):
+    """In process mode, the child process running a job died (a crash, ``os._exit``, a
+    kill, out of memory): the job fails with BullMQ's wording for a sandboxed processor,
+    ``Unexpected exit code: <code> signal: <signal>``; the child is replaced."""
+
+
+class JobTimedOut(OrijsError):
+    """In process mode, a job ran past the worker's ``job_timeout``: its child process
+    was killed, the attempt fails (retried per ``attempts``); the child is replaced."""
+
+
 class RolledBackError(OrijsError):
     """A workflow failed; ``errors`` holds the primary error then the rollback errors."""
 

@@ -100,6 +100,7 @@ class Job(JobActionsMixin, FlowJobMixin):
         # A taken job's hash as the script returned it (flat), decoded by _read_taken()
         # on the thread that runs it, not on the one that took it
         self._unread: Optional[List[str]] = None
+        self._fields: Optional[Dict[str, str]] = None   # and decoded (sent to a child process)
         # The id of the "added" event its Queue.add wrote: every outcome of this run is
         # written after it in the events stream (None when not added by this object)
         self._added_event: Optional[str] = None
@@ -133,7 +134,7 @@ class Job(JobActionsMixin, FlowJobMixin):
         flat, self._unread = self._unread, None
         if flat is None:
             return
-        raw = dict(zip(flat[::2], flat[1::2]))
+        raw = self._fields = dict(zip(flat[::2], flat[1::2]))
         try:
             self._load(raw)
         except Exception as exc:  # noqa: BLE001 - a poison hash fails its job only

@@ -14,16 +14,18 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 
 from . import errors
 from . import options as job_options
+from ._processes import child_pool, process_options
 from .base import fork
 from .base import validate as check
 from .base.pools import deadline_of, remaining
 from .base.roles import backoff_delay, run_until_signalled
 from .base.util import Seconds, now_ms, script_json
+from .engine.children import ChildPool
 from .engine.engine import Engine
 from .engine.local import LOCAL
 from .engine.locks import LockRenewer, lock_retry_interval
 from .engine.processing import HELD, BackoffStrategy, JobRunner, Outcome, held_here
-from .engine.routing import ProcessorLike, as_processor
+from .engine.routing import ProcessorLike, as_processor, sendable
 from .job import Job
 from .keys import QueueKeys
 from .metrics import max_data_points
@@ -56,7 +58,7 @@ class Worker:
     """
 
     def __init__(self, name: str, processor: ProcessorLike, connection: ConnectionLike = None, *,
-                 concurrency: int = 1, prefix: str = "bull", lock_duration: Seconds = 30.0,
+                 concurrency: Optional[int] = None, prefix: str = "bull", lock_duration: Seconds = 30.0,
                  stalled_interval: Seconds = 30.0, max_stalled_count: int = 1,
                  drain_delay: Seconds = 5.0, limiter: Optional[Mapping[str, Any]] = None,
                  remove_on_complete: Any = None, remove_on_fail: Any = None,
@@ -64,11 +66,14 @@ class Worker:
                  worker_name: Optional[str] = None, autorun: bool = False,
                  skip_stalled_check: bool = False, max_reconnect_delay: Seconds = 5.0,
                  metrics: Optional[Mapping[str, Any]] = None,
-                 group: Optional["WorkerGroup"] = None) -> None:
+                 group: Optional["WorkerGroup"] = None, processes: Optional[int] = None,
+                 job_timeout: Optional[Seconds] = None,
+                 max_jobs_per_process: Optional[int] = None) -> None:
         self.processor = as_processor(processor)
         self.keys = QueueKeys(prefix, name)
         self.name = name
-        self.concurrency = check.integer(concurrency, "concurrency", minimum=1, maximum=10_000)
+        self.concurrency, self.process_options = process_options(
+            processes, concurrency, job_timeout, max_jobs_per_process)
         self.max_stalled_count = check.integer(max_stalled_count, "max_stalled_count", minimum=0)
         self.lock_duration_ms = self._positive_ms(lock_duration, "lock_duration")
         self.stalled_interval = self._positive_ms(stalled_interval, "stalled_interval") / 1000.0
@@ -101,6 +106,10 @@ class Worker:
         self.client = self.connection.client
         self.queue = Queue(name, connection=self.connection, prefix=prefix)
         self.scripts = self.queue.scripts       # one script registry per connection user
+        self._children: Optional[ChildPool] = None      # process mode: made by start()
+        self._processor_spec = processor if self.process_options else None
+        if self.process_options:
+            sendable(processor)         # refused now, not at start, when it cannot be sent
         self._runner = JobRunner(self)
         # Jobs come with their children's return values, read as they are taken (set by
         # the workflow provider, whose handlers always read them; see Job._children_values)
@@ -108,7 +117,7 @@ class Worker:
         self._listeners: Dict[str, List[Callable[..., Any]]] = {e: [] for e in LISTENER_EVENTS}
         self._fetch_stop = threading.Event()    # no new job from now on (close)
         self._cv = threading.Condition()          # guards the fields below
-        self._free = concurrency
+        self._free = self.concurrency
         self._paused = False
         self._active: Dict[str, Job] = {}
         self._state = "new"      # new -> running -> closing -> closed; forked: see below
@@ -137,6 +146,7 @@ class Worker:
         self._free = self.concurrency
         self._engine = None
         self._renewer = LockRenewer(self)
+        self._children = None       # the parent's child processes stay the parent's
         if self._state in ("running", "closing"):
             self._state = "forked"
             self._forked_from = os.getppid()
@@ -187,12 +197,28 @@ class Worker:
             self._check_startable()          # close() or another start() came meanwhile
             self._state = "running"
         try:
+            self._start_children()
             self._engine = self._join_engine()
         except BaseException:
+            self._close_children()
             with self._cv:
                 self._state = "new"
             raise
         return self
+
+    def _start_children(self) -> None:
+        """Process mode: the child processes start (importing the handler meanwhile)."""
+        if self.process_options is None or self._processor_spec is None:
+            return
+        self._children = child_pool(self._processor_spec, self.process_options,
+                                    self.connection, self.keys.prefix, self.name)
+        self._children.start()
+        self.processor = self._children.run
+
+    def _close_children(self) -> None:
+        children, self._children = self._children, None
+        if children is not None:
+            children.close()
 
     def _join_engine(self) -> Engine:
         if self.group is not None:
@@ -300,8 +326,12 @@ class Worker:
         if engine is not None:
             engine.changed(self, by_redis=False)   # the fetcher stops fetching this queue
         drained = self._wait_idle(remaining(deadline))
+        if not drained and self._children is not None:
+            self._children.kill_busy()      # their jobs go back to wait
+            drained = self._wait_idle(self.lock_duration_ms / 1000.0)
         if engine is not None:
             engine.remove(self, drained, deadline)
+        self._close_children()
         if self.group is not None:
             self.group._left(self)
         if self._owns_connection and drained:

@@ -83,7 +83,8 @@ def _bounded_ms(ms: float) -> int:
 def error_fields(job: Job, exc: BaseException) -> Tuple[str, List[str]]:
     """BullMQ's failedReason and the stacktrace list, trimmed to stackTraceLimit."""
     reason = well_formed(str(exc) or type(exc).__name__)
-    trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    trace = getattr(exc, "child_traceback", None) or "".join(    # process mode: the child's
+        traceback.format_exception(type(exc), exc, exc.__traceback__))
     stored = job.opts.get("stackTraceLimit")
     limit = 10 if stored is None else int(stored)       # null (JSON) as unset
     stack = (job.stacktrace + [trace])[-limit:] if limit else []

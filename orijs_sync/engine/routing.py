@@ -1,8 +1,11 @@
-"""A worker's processor given as a mapping ``{job_name: function}``: jobs are routed by
-name (one queue, several kinds of task); a name with no function fails the job, for
-good, with a reason naming the names the worker knows."""
+"""A worker's processor: a function, the import name of one (``"package.module:function"``,
+as gunicorn and Celery name their targets), or a mapping ``{job_name: function or name}``:
+jobs are then routed by name (one queue, several kinds of task); a name with no function
+fails the job, for good, with a reason naming the names the worker knows."""
 from __future__ import annotations
 
+import importlib
+import pickle
 from typing import Any, Callable, Dict, Mapping, Union
 
 from .. import errors
@@ -10,7 +13,8 @@ from ..base import validate as check
 from ..job import Job
 
 Handler = Callable[[Job], Any]
-ProcessorLike = Union[Handler, Mapping[str, Handler]]
+HandlerLike = Union[Handler, str]
+ProcessorLike = Union[HandlerLike, Mapping[str, HandlerLike]]
 
 
 class Router:
@@ -20,7 +24,7 @@ class Router:
         self.routes: Dict[str, Handler] = {}
         for name, fn in routes.items():
             check.string(name, "processor key", non_empty=False)
-            self.routes[name] = check.function(fn, f"processor[{name!r}]")
+            self.routes[name] = handler(fn, f"processor[{name!r}]")
         if not self.routes:
             check.bad_value("processor", routes, "must name at least one job name")
 
@@ -34,7 +38,49 @@ class Router:
 
 
 def as_processor(processor: Any) -> Handler:
-    """A function, or a Router for a mapping; anything else is refused."""
+    """A function (given, or by its import name), or a Router for a mapping; anything
+    else is refused."""
     if isinstance(processor, Mapping):
         return Router(processor)
-    return check.function(processor, "processor")  # type: ignore[no-any-return]
+    return handler(processor, "processor")
+
+
+def handler(value: Any, arg: str) -> Handler:
+    """A function, or the one ``"package.module:function"`` names (imported now)."""
+    if isinstance(value, str):
+        return import_handler(value, arg)
+    return check.function(value, arg)  # type: ignore[no-any-return]
+
+
+def import_handler(name: str, arg: str) -> Handler:
+    module_name, sep, attr = name.partition(":")
+    if not sep or not module_name or not attr:
+        check.bad_value(arg, name, "must name a function as 'package.module:function'")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        check.bad_value(arg, name, f"names a module that cannot be imported ({exc})")
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            check.bad_value(arg, name, f"names nothing: {module_name} has no {attr}")
+        target = getattr(target, part)
+    return check.function(target, arg)  # type: ignore[no-any-return]
+
+
+def sendable(processor: Any) -> Any:
+    """``processor`` as a child process gets it: checked (imported) here, and pickled by
+    reference (a function defined at a module's top level, or an import name); a lambda
+    or a nested function is refused, naming the way out."""
+    as_processor(processor)
+    items = processor.items() if isinstance(processor, Mapping) else [("", processor)]
+    for key, fn in items:
+        if isinstance(fn, str):
+            continue
+        try:
+            pickle.loads(pickle.dumps(fn))
+        except Exception as exc:  # noqa: BLE001 - what pickle raises varies
+            arg = f"processor[{key!r}]" if key else "processor"
+            check.bad_value(arg, fn, f"cannot be sent to a child process ({exc}); with "
+                            f"processes=, give a function defined at a module's top "
+                            f"level, or its name as 'package.module:function'")
+    return dict(processor) if isinstance(processor, Mapping) else processor

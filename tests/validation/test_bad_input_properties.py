@@ -254,10 +254,18 @@ CASES: Dict[str, Case] = {
                   bad_seconds),
         lambda w, v: worker(w, **{v[0]: v[1]}), lambda v: v[0]),
     "Worker.counts": Case(
-        st.one_of(st.tuples(st.just("concurrency"), bad_ints(1, 10_000)),
+        st.one_of(st.tuples(st.just("concurrency"), bad_ints(1, 10_000).filter(
+                      lambda v: v is not None)),
                   st.tuples(st.just("max_stalled_count"), bad_ints(0).filter(
+                      lambda v: v is not None)),
+                  st.tuples(st.just("processes"), bad_ints(1, 1024).filter(
+                      lambda v: v is not None)),
+                  st.tuples(st.just("max_jobs_per_process"), bad_ints(1).filter(
                       lambda v: v is not None))),
         lambda w, v: worker(w, **{v[0]: v[1]}), lambda v: v[0]),
+    "Worker.job_timeout": Case(
+        st.one_of(bad_seconds.filter(lambda v: v is not None), st.just(0)),
+        lambda w, v: worker(w, processes=1, job_timeout=v), const("job_timeout")),
     "Worker.limiter": Case(
         st.one_of(st.tuples(st.builds(lambda k: {"max": 1, "duration": 1, k: 1},
                                       typos({"max", "duration"})), st.just("limiter")),
