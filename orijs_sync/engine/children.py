@@ -123,11 +123,13 @@ def pack_error(exc: BaseException) -> Dict[str, Any]:
         message = str(exc)
     except Exception:  # noqa: BLE001 - a broken __str__
         message = type(exc).__name__
+    blob: Optional[bytes] = None
     try:
-        blob: Optional[bytes] = pickle.dumps(exc)
-        pickle.loads(blob)
+        pickled = pickle.dumps(exc)
+        pickle.loads(pickled)
+        blob = pickled
     except Exception:  # noqa: BLE001 - unpicklable or not rebuilt: sent by name
-        blob = None
+        pass
     return {"blob": blob, "type": f"{type(exc).__module__}.{type(exc).__qualname__}",
             "message": message, "trace": trace}
 
