@@ -245,7 +245,19 @@ class Worker:
         never) ``errors.TimeoutError`` is raised."""
         timeout = check.seconds(connect_timeout, "connect_timeout")
         run_until_signalled(lambda: self._start_when_redis_answers(timeout), self.close,
-                            self._shutdown_requested)
+                            self._shutdown_requested, self._cut_off)
+
+    def _cut_off(self) -> None:
+        """A second shutdown signal: in process mode the running jobs' children are killed
+        now, their jobs back to wait; handler threads cannot be stopped (close() waits)."""
+        children = self._children
+        if children is not None:
+            log.warning("worker %s: a second signal: stopping the running jobs now (back to "
+                        "wait)", self.name)
+            children.kill_busy()
+        else:
+            log.warning("worker %s: a second signal: handler threads cannot be stopped; "
+                        "waiting for the running jobs", self.name)
 
     def _start_when_redis_answers(self, timeout: Optional[float]) -> bool:
         """``start()`` until it succeeds (True) or a shutdown is requested (False)."""

@@ -127,13 +127,23 @@ class Periodic(Role):
 
 
 def run_until_signalled(start: Callable[[], object], close: Callable[[], object],
-                        stop: threading.Event) -> None:
+                        stop: threading.Event,
+                        cut_off: Optional[Callable[[], object]] = None) -> None:
     """A component's blocking ``run()``: ``start()``, then wait until SIGINT/SIGTERM
-    (caught only on the main thread) or ``stop`` is set, then ``close()``."""
+    (caught only on the main thread) or ``stop`` is set, then ``close()``. A second
+    signal while closing calls ``cut_off()`` (once): stop what can be stopped now."""
     previous = {}
+    signals = {"count": 0}
+
+    def on_signal(*_: object) -> None:
+        signals["count"] += 1
+        stop.set()
+        if signals["count"] == 2 and cut_off is not None:
+            cut_off()
+
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+            previous[sig] = signal.signal(sig, on_signal)
     try:
         start()
         while not stop.wait(1.0):

@@ -250,7 +250,8 @@ class ChildPool:
         self.size, self.job_timeout, self.max_jobs = size, job_timeout, max_jobs
         self.label = label
         self._context = _context()
-        self._cv = threading.Condition()     # guards the fields below
+        # guards the fields below; reentrant: kill_busy() may run in a signal handler
+        self._cv = threading.Condition(threading.RLock())
         self._idle: List[Child] = []
         self._busy: List[Child] = []
         self._started = 0                    # children made, for their names
@@ -261,7 +262,7 @@ class ChildPool:
 
     def _after_fork_in_child(self) -> None:
         """A fork of the parent does not own its children: it forgets them untouched."""
-        self._cv = threading.Condition()
+        self._cv = threading.Condition(threading.RLock())
         self._idle, self._busy, self._closed = [], [], True
         _pools.discard(self)
 

@@ -27,6 +27,8 @@
  *   counts            {types?}                          -> getJobCounts(...types)
  *   waitUntilFinished {id, waitTimeout, readyFile?}     -> {returnvalue} | {error: failedReason}
  *                     writes readyFile (if given) once its QueueEvents listens
+ *   watchJob {id, readyFile?}  -> {progress: [...], returnvalue, logs}: the job's progress
+ *                     events and completion seen by QueueEvents, then its logs
  *   pause / resume    {}                                -> {paused}
  *   isPaused          {}                                -> {paused}
  */
@@ -273,6 +275,35 @@ const commands = {
       fs.writeFileSync(args.readyFile, 'ready\n');
     }
     return pending;
+  },
+
+  async watchJob(args, closables) {
+    const base = baseOpts(args);
+    const events = new QueueEvents(args.queue, { connection: base.connection, prefix: base.prefix });
+    closables.push(events);
+    await events.waitUntilReady();
+    const id = String(args.id);
+    const progress = [];
+    events.on('progress', ({ jobId, data }) => {
+      if (jobId === id) {
+        progress.push(data);
+      }
+    });
+    const done = new Promise((resolve) => {
+      events.on('completed', ({ jobId, returnvalue }) => {
+        if (jobId === id) {
+          resolve(returnvalue);
+        }
+      });
+    });
+    if (args.readyFile) {
+      fs.writeFileSync(args.readyFile, 'ready\n');
+    }
+    const returnvalue = await done;
+    const queue = new Queue(args.queue, base);
+    closables.push(queue);
+    const logs = await queue.getJobLogs(id);
+    return { progress, returnvalue: orNull(returnvalue), logs: logs.logs };
   },
 
   async pause(args, closables) {
