@@ -55,6 +55,12 @@ class Worker:
     ``metrics={"max_data_points": n}`` records BullMQ's per-minute completed/failed
     counts (``Queue.get_metrics``). ``group``: run in a :class:`WorkerGroup`'s shared
     threads (with the group's connection) rather than threads of its own.
+
+    ``processes=N``: each handler runs in one of ``N`` child processes (CPU-bound jobs use
+    ``N`` cores); ``processor`` is then an import name ``"module:function"``, a top-level
+    function, or a mapping of those; ``concurrency`` defaults to ``N``; ``job_timeout``
+    (seconds) kills and fails a job that runs longer; ``max_jobs_per_process`` replaces a
+    child after that many jobs. See docs/processes.md.
     """
 
     def __init__(self, name: str, processor: ProcessorLike, connection: ConnectionLike = None, *,

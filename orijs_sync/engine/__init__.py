@@ -3,7 +3,8 @@
 
 - ``engine``: one set of threads serving one or many queues;
 - ``engine_roles``: its fetcher, finisher, marker watcher and per-queue periodic roles;
-- ``handler_pool``: the handler threads (the execution model: threads today);
+- ``handler_pool``: the handler threads; ``children``: process mode, each handler run in
+  a child process (``processes=``), the threads then waiting on the children;
 - ``processing``: a handler's result -> an ``Outcome``, written many at a time;
 - ``locks``: lock renewal paced by the lock; ``routing``: ``{job_name: fn}`` processors;
 - ``local``: short cuts between the Queues, Workers and QueueEvents of one process
