@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 from . import errors
 from . import options as job_options
 from ._processes import child_pool, process_options
+from ._worker_run import RunMixin
 from .base import fork
 from .base import validate as check
 from .base.pools import deadline_of, remaining
-from .base.roles import backoff_delay, run_until_signalled
 from .base.util import Seconds, now_ms, script_json
 from .engine.children import ChildPool
 from .engine.engine import Engine
@@ -46,7 +46,7 @@ _handling = threading.local()    # .worker: the Worker whose handler this thread
 LISTENER_EVENTS = ("active", "completed", "failed", "error", "stalled", "drained", "closed")
 
 
-class Worker:
+class Worker(RunMixin):
     """Processes jobs of one queue with ``concurrency`` threads.
 
     ``processor(job)`` returns a JSON-able value (the job's ``returnvalue``) or
@@ -243,54 +243,6 @@ class Worker:
                 f"Worker here (after the fork)")
         if self._state != "new":
             raise errors.InvalidStateError(f"worker is {self._state}; a worker starts once")
-
-    def run(self, connect_timeout: Optional[Seconds] = None) -> None:
-        """Start and block until SIGINT/SIGTERM (or ``close()`` from another thread).
-        Until Redis answers, start is retried: at once, then after a logged pause that
-        grows to ``max_reconnect_delay``; after ``connect_timeout`` seconds (default:
-        never) ``errors.TimeoutError`` is raised."""
-        timeout = check.seconds(connect_timeout, "connect_timeout")
-        run_until_signalled(lambda: self._start_when_redis_answers(timeout), self.close,
-                            self._shutdown_requested, self._cut_off)
-
-    def _cut_off(self) -> None:
-        """A second shutdown signal: in process mode the running jobs' children are killed
-        now, their jobs back to wait; handler threads cannot be stopped (close() waits)."""
-        children = self._children
-        if children is not None:
-            log.warning("worker %s: a second signal: stopping the running jobs now (back to "
-                        "wait)", self.name)
-            children.kill_busy()
-        else:
-            log.warning("worker %s: a second signal: handler threads cannot be stopped; "
-                        "waiting for the running jobs", self.name)
-
-    def _start_when_redis_answers(self, timeout: Optional[float]) -> bool:
-        """``start()`` until it succeeds (True) or a shutdown is requested (False)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        failures = 0
-        while not self._shutdown_requested.is_set():
-            try:
-                self.start()
-                return True
-            except errors.InvalidStateError:
-                if self._shutdown_requested.is_set():      # closed while starting
-                    return False
-                raise
-            except errors.ConnectionError as exc:
-                failures += 1
-                delay = backoff_delay(failures, self.max_reconnect_delay)
-                if deadline is not None:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise errors.TimeoutError(
-                            f"worker {self.name}: Redis at {self.connection.address} did not "
-                            f"answer within {timeout:g}s ({exc})") from exc
-                    delay = min(delay, left)
-                log.warning("worker %s: waiting for Redis at %s (%s); next try in %.1fs",
-                            self.name, self.connection.address, exc, delay)
-                self._shutdown_requested.wait(delay)
-        return False
 
     def close(self, timeout: Optional[float] = None) -> bool:
         """Stop fetching, let active jobs finish (up to ``timeout`` seconds), join every
