@@ -113,3 +113,20 @@ def socket_inodes() -> List[str]:
         if target.startswith("socket:"):
             found.append(target)
     return found
+
+
+def parent_of_two(job: Job) -> Any:
+    """First run: add two children and wait for them; second run: sum their values."""
+    values = job.get_children_values()
+    if values:
+        return sum(values.values())
+    from orijs_sync import FlowProducer
+    with FlowProducer(connection=job.data["url"]) as flows:
+        flows.add_bulk([{"name": "step", "queue_name": job.data["children"], "data": {"n": n},
+                         "opts": {"parent": job}} for n in (1, 2)])
+    assert job.move_to_waiting_children() is True
+    return None
+
+
+def times_ten(job: Job) -> int:
+    return int(job.data["n"]) * 10

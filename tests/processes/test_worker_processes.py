@@ -108,6 +108,15 @@ def test_unrecoverable_delayed_and_rate_limit_errors_keep_their_meaning(q, event
         assert q.get_job(limited.id).attempts_made == 1           # the first run not counted
 
 
+def test_a_handler_in_a_child_waits_for_the_children_it_added(q, events, redis_url, namespace):
+    children = f"kids-{namespace}"
+    with Worker(children, "proc_handlers:times_ten", connection=redis_url, processes=1), \
+            Worker(q.name, "proc_handlers:parent_of_two", connection=redis_url, processes=1):
+        job = q.add("p", {"url": redis_url, "children": children})
+        assert finish(q, events, job) == 30
+    assert q.get_job(job.id).attempts_made == 1
+
+
 def test_a_return_value_json_cannot_hold_fails_the_job_clearly(q, events, redis_url):
     with Worker(q.name, "proc_handlers:not_json", connection=redis_url, processes=1):
         job = q.add("x", {}, attempts=3)
