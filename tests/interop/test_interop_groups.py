@@ -247,9 +247,12 @@ def test_clean_on_either_side_of_the_other_sides_jobs(gmq, redis_url, gname):
     assert gq.get_completed_count() == 3
     assert gmq("clean", status="completed", graceMs=0, limit=2) == 2
     assert gq.get_completed_count() == 1
-    gmq("add", jobs=[{"groupId": "d", "data": {"n": 1}, "jobId": "d1", "delay": 50},
+    # d1's delay is long enough to be stored as delayed however slowly the add runs
+    # (GroupMQ queues a job whose delay has passed when its script runs as ready)
+    gmq("add", jobs=[{"groupId": "d", "data": {"n": 1}, "jobId": "d1", "delay": 1500},
                      {"groupId": "d", "data": {"n": 2}, "jobId": "d2", "delay": 600000}])
-    time.sleep(0.2)                                   # d1 is due (nothing promotes it)
+    assert gmq("counts")["delayed"] == 2
+    time.sleep(1.7)                                   # d1 is due (nothing promotes it)
     assert gq.clean("delayed", grace=0.1) == 1
     assert gmq("getJob", id="d1") is None
     assert gmq("counts")["delayed"] == 1 and gq.get_group_job_count("d") == 1

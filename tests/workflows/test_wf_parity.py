@@ -79,6 +79,10 @@ def test_get_result_from_a_process_that_knows_no_workflow(bullmq):
     bad = Workflow("FarBad").step("a", Journal().step("a", fail=True), attempts=1)
     runner = bullmq(wf, bad)
     running, failed = runner.execute(wf, {}), runner.execute(bad, {})
+    # execute() returns before its flow is added (on a sender lane): another process finds
+    # a flow once it is in Redis
+    wait_until(lambda: "pending" not in (running.status(), failed.status()), GUARD,
+               "both flows to be added")
     stranger = bullmq()                    # finds them through the registry key
     handle = stranger.get_handle(running.id)
     assert handle.workflow_name == "Far" and not handle.done()
