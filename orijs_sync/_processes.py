@@ -55,6 +55,13 @@ def process_options(processes: Optional[int], concurrency: Optional[int],
     return concurrency, ProcessOptions(processes, timeout, max_jobs_per_process)
 
 
+def describe(concurrency: int, options: Optional[ProcessOptions]) -> str:
+    """How a worker runs its handlers, for its start-up line."""
+    if options is None:
+        return f"concurrency {concurrency}"
+    return f"{options.processes} child processes, concurrency {concurrency}"
+
+
 def child_pool(processor: ProcessorLike, options: ProcessOptions, connection: RedisConnection,
                prefix: str, label: str) -> ChildPool:
     return ChildPool(sendable(processor), QueueJobs(prefix), connection,

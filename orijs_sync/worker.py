@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 
 from . import errors
 from . import options as job_options
-from ._processes import child_pool, process_options
+from ._processes import child_pool, describe, process_options
 from ._worker_run import RunMixin
 from .base import fork
 from .base import validate as check
@@ -210,6 +210,9 @@ class Worker(RunMixin):
             with self._cv:
                 self._state = "new"
             raise
+        log.info("worker for queue %s started: %s, Redis %s", self.name,
+                 describe(self.concurrency, self.process_options), self.connection.address,
+                 extra={"queue": self.name, "worker": self.id})
         return self
 
     def _start_children(self) -> None:
@@ -309,6 +312,9 @@ class Worker(RunMixin):
         with self._cv:
             self._state = "closed"
             self._cv.notify_all()
+        log.info("worker for queue %s closed%s", self.name, "" if drained else
+                 ": jobs still ran at its timeout (left to the stalled checker)",
+                 extra={"queue": self.name, "worker": self.id})
         self._emit("closed")
         return drained
 

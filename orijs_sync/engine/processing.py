@@ -19,6 +19,7 @@ from ..base.util import Counter, dumps, now_ms, script_json, well_formed
 from ..job import Job
 from ..job_scheduler import schedule_next
 from ..options import keep_jobs
+from .job_log import WORKER_LOG, job_extra, log_completed, log_failure
 from .local import LOCAL
 from .locks import write_through_blip
 
@@ -151,8 +152,6 @@ class JobRunner:
         """Run the handler. Returns the outcome to write, or None when the job was
         already moved (retried, delayed, waiting for children, rate limited)."""
         if job.problem:   # a hash that cannot be decoded never reaches the handler
-            log.warning("job %s of %s cannot be processed: %s", job.id, self.keys.queue_key,
-                        job.problem)
             self.w._emit("active", job)
             return self.failure(job, errors.UnrecoverableError(job.problem))
         schedule_next(job)  # a scheduler's run: schedule the next one, as BullMQ workers do
@@ -188,11 +187,17 @@ class JobRunner:
         reason, stack = error_fields(job, exc)
         job.failed_reason, job.stacktrace = reason, stack
         fields = ["failedReason", reason, "stacktrace", dumps(stack)]
+        log_failure(WORKER_LOG, self.log_extra(job), exc, attempts=job.attempts,
+                    retry_in_ms=delay)
         if delay is not None:
             self._retry(job, delay, fields)
             self.w._emit("failed", job, exc)
             return None
         return Outcome(job, "failed", reason, fields, exc)
+
+    def log_extra(self, job: Job) -> Dict[str, Any]:
+        return job_extra(self.w.name, job.id, job.name, job.attempts_made + 1,
+                         self.w.worker_name or self.w.id)
 
     def _backoff_failed(self, job: Job, exc: BaseException,
                         backoff_exc: BaseException) -> BaseException:
@@ -206,7 +211,6 @@ class JobRunner:
             f"backoff strategy {kind!r} failed: {backoff_exc} (the attempt failed with: "
             f"{str(exc) or type(exc).__name__})")
         failure.__cause__ = exc
-        log.error("job %s of %s: %s", job.id, self.keys.queue_key, failure)
         self.w._emit("error", backoff_exc)
         return failure
 
@@ -313,6 +317,7 @@ class JobRunner:
                     LOCAL.finished(self.w.connection, self.keys.events, code, o.event)
                 if o.target == "completed":
                     o.job.returnvalue = o.result
+                    log_completed(WORKER_LOG, self.log_extra(o.job))
                 self.w._emit(o.target, o.job, o.result)
         taken = [self.w._job_from_reply(*job) for job in jobs]
         if parent is not None:

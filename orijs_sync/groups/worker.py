@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, List, Optional
 from ..base import fork
 from ..base.roles import Periodic, Role, run_until_signalled
 from ..base.util import Counter, Seconds, dumps, now_ms, well_formed
+from ..engine.job_log import job_extra, log_completed, log_failure
 from ..engine.locks import write_through_blip
 from . import _options as opt
 from ._fetch import Fetcher, Slots
@@ -32,6 +33,7 @@ from .job import GroupJob
 from .queue import GroupQueue
 
 log = logging.getLogger(__name__)
+GROUP_LOG = logging.getLogger("orijs_sync.groups")    # its jobs' lines (docs/logging.md)
 
 EVENTS = ("ready", "completed", "failed", "error", "stalled", "graceful-timeout", "closed")
 DEFAULT_CLOSE_TIMEOUT = 30.0      # seconds; GroupMQ's close(gracefulTimeoutMs = 30000)
@@ -192,6 +194,9 @@ class GroupWorker:
             role.on_error = lambda exc: self._emit("error", exc)  # type: ignore[method-assign]
             role.probe = self.queue.connection.ping   # resume at once after an outage
             role.start(f"orijs-{role.name}-{name}")
+        GROUP_LOG.info("group worker for queue %s started: concurrency %d, Redis %s", name,
+                       self.concurrency, self.queue.connection.address,
+                       extra={"queue": name, "worker": self.id})
         self._emit("ready")
         return self
 
@@ -254,6 +259,9 @@ class GroupWorker:
             if not role.is_current_thread():
                 role.join(left())
         self._fetcher.close()
+        GROUP_LOG.info("group worker for queue %s closed%s", self.queue.name, "" if finished
+                       else ": jobs still ran at its timeout (left to the stalled check)",
+                       extra={"queue": self.queue.name, "worker": self.id})
         return finished
 
     def _wait_for_jobs(self, me: threading.Thread, limit: Optional[float]) -> bool:
@@ -372,9 +380,14 @@ class GroupWorker:
             if self._held.get(job.id) is job:
                 del self._held[job.id]
 
+    def _log_extra(self, job: GroupJob, attempt: int) -> Dict[str, Any]:
+        return dict(job_extra(self.queue.name, job.id, f"group {job.group_id}", attempt,
+                              self.id), group_id=job.group_id)
+
     def _completed(self, job: GroupJob, result: Any, ok: bool) -> None:
         self._forget(job)
         if ok:
+            log_completed(GROUP_LOG, self._log_extra(job, job.attempts_made + 1))
             with self._lock:
                 self._processed += 1
             self._emit("completed", job, result)
@@ -405,6 +418,9 @@ class GroupWorker:
             return
         job.status = "failed" if reply[0] == "failed" else "delayed" if backoff_ms else "waiting"
         job.attempts_made, job.failed_reason, job.stacktrace = int(reply[1]), reason, stack
+        log_failure(GROUP_LOG, self._log_extra(job, job.attempts_made), exc,
+                    attempts=job.max_attempts,
+                    retry_in_ms=None if job.status == "failed" else backoff_ms)
         with self._lock:
             self._processed += 1
         self._emit("failed", job, exc)
