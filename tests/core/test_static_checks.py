@@ -48,7 +48,7 @@ LAYERS = (
                 "orijs_sync._queue_schedulers", "orijs_sync.metrics", "orijs_sync.worker",
                 "orijs_sync.worker_group", "orijs_sync.queue_events", "orijs_sync.flow_producer",
                 "orijs_sync.testing", "orijs_sync.connection", "orijs_sync._processes",
-                "orijs_sync._worker_run")),
+                "orijs_sync._worker_run", "orijs_sync.tasks")),
     ("orijs", ("orijs_sync.groups", "orijs_sync.events", "orijs_sync.workflows")),
     ("edges", ("orijs_sync.integrations", "orijs_sync.prometheus", "orijs_sync.otel",
                "orijs_sync.cli")),
