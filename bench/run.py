@@ -1,10 +1,12 @@
 #!/usr/bin/env python
 """Side-by-side benchmark: orijs_sync against BullMQ for Node, bullmq for Python,
-Huey and RQ, on one Redis this script starts itself.
+Huey and RQ (and Celery, for handlers in child processes), on one Redis this script
+starts itself.
 
-    pip install -e '.[bench]'          # the peers: bullmq (Python), huey, rq, matplotlib
+    pip install -e '.[bench]'          # the peers: bullmq (Python), huey, rq, celery, matplotlib
     python bench/run.py                # full run: writes bench/RESULTS.md, throughput.png, results.json
     python bench/run.py --quick        # counts / 10, writes under bench/quick/ (not committed)
+    python bench/run.py --cases cpu_p2,noop_p2   # handlers in child processes (proc_report.py)
 
 Each (case, peer) runs in its own subprocess (``bench/peers/<peer>.py``, or
 ``node bench/node/bench.js``) with a timeout, after FLUSHALL, so a peer that
@@ -33,6 +35,8 @@ sys.path.insert(0, ROOT)
 
 from orijs_sync.testing import RedisServer  # noqa: E402  (needs ROOT on sys.path)
 
+from bench import proc_report  # noqa: E402
+
 import redis  # noqa: E402
 
 # peer key -> (label, python module or None for node, distribution name for the version)
@@ -42,16 +46,30 @@ PEERS: Dict[str, Tuple[str, Optional[str], Optional[str]]] = {
     "bullmq_py": ("bullmq (Python)", "bench.peers.bullmq_py", "bullmq"),
     "huey": ("Huey", "bench.peers.huey_peer", "huey"),
     "rq": ("RQ", "bench.peers.rq_peer", "rq"),
+    # handlers in child processes (proc_report.CASES) only:
+    "orijs_proc": ("orijs_sync processes", "bench.peers.orijs_proc", None),
+    "celery": ("Celery", "bench.peers.celery_peer", "celery"),
 }
-IMPORT_NAMES = {"orijs": "orijs_sync", "bullmq_py": "bullmq", "huey": "huey", "rq": "rq"}
+IMPORT_NAMES = {"orijs": "orijs_sync", "bullmq_py": "bullmq", "huey": "huey", "rq": "rq",
+                "orijs_proc": "orijs_sync", "celery": "celery"}
 
 # case key -> (peer case, label, count, extra args, what "better" means)
 ONLY = {"emit": {"orijs"},   # cases only some peers have (the OriJS event layer)
-        "groups_c16": {"orijs", "node"}}   # per-group FIFO: orijs_sync.groups vs GroupMQ (Node)
+        "groups_c16": {"orijs", "node"},   # per-group FIFO: orijs_sync.groups vs GroupMQ (Node)
+        **{case: {"orijs", "orijs_proc", "rq", "celery", "huey", "node"}
+           for case in proc_report.CASES}}   # handlers in child processes
+# peers that have only some cases
+PEER_CASES = {"orijs_proc": set(proc_report.CASES), "celery": set(proc_report.CASES)}
 # cases run by other programs than the peer's usual one: case -> (python module, node script)
 GROUP_PEERS = {"groups": ("bench.peers.orijs_groups", "groups.js")}
 FULL_COUNTS = {"seq_add": 5000, "bulk_add": 20000, "process": 20000, "multi": 20000,
-               "rr": 2000, "emit": 2000, "memory": 2000, "groups": 10000}
+               "rr": 2000, "emit": 2000, "memory": 2000, "groups": 10000,
+               "cpu": 200, "noop_proc": 2000}
+PROC_ARGS = ["--procs", "2", "--concurrency", "2"]
+
+
+def runs(peer: str, case_key: str) -> bool:
+    return peer in ONLY.get(case_key, {peer}) and case_key in PEER_CASES.get(peer, {case_key})
 
 
 def cases(scale: int) -> List[Tuple[str, str, str, int, List[str]]]:
@@ -68,6 +86,10 @@ def cases(scale: int) -> List[Tuple[str, str, str, int, List[str]]]:
         ("memory", "memory", "bytes per completed job kept", n["memory"], []),
         ("groups_c16", "groups", "group queue /s, 100 groups, c=16", n["groups"],
          ["--concurrency", "16", "--groups", "100"]),
+        ("cpu_p2", "proc", "CPU jobs (~20 ms) /s, 2 processes", n["cpu"],
+         PROC_ARGS + ["--handler", "cpu"]),
+        ("noop_p2", "proc", "no-op jobs /s, 2 processes", n["noop_proc"],
+         PROC_ARGS + ["--handler", "noop"]),
     ]
 
 
@@ -195,6 +217,8 @@ def summary(res: Dict[str, Any]) -> str:
     s = f"{res.get('ops_per_s') or 0:,.0f}/s"
     if "p50_ms" in res:
         s += f" p50 {res['p50_ms']:.2f} ms p99 {res['p99_ms']:.2f} ms"
+    if "child_rss_mb" in res:
+        s += f" child RSS {res['child_rss_mb']:.1f} MB PSS {res['child_pss_mb']:.1f} MB"
     return s
 
 
@@ -229,9 +253,10 @@ def fmt(v: float, field: str) -> str:
 
 def table(results: Dict, peers: List[str]) -> Tuple[str, List[str]]:
     notes: List[str] = []
+    peers = [p for p in peers if any(c[0] in results.get(p, {}) for c in COLUMNS)]
     head = "| peer | " + " | ".join(c[2] for c in COLUMNS) + " |"
     sep = "|---|" + "---:|" * len(COLUMNS)
-    rows = [head, sep]
+    rows = [head, sep] if peers else ["(none of this table's cases was run)"]
     for peer in peers:
         cells = []
         for case, field, _, higher in COLUMNS:
@@ -323,6 +348,7 @@ def plot(results: Dict, peers: List[str], path: str, title: str) -> Optional[str
     groups = [("process_c1", "1 process, concurrency 1"),
               ("process_c16", "1 process, concurrency 16"),
               ("multi_4x16", "4 processes × concurrency 16")]
+    peers = [p for p in peers if any(value(results, p, g[0], "ops_per_s") for g in groups)]
     fig, ax = plt.subplots(figsize=(10, 5.5), dpi=110)
     width = 0.8 / max(len(peers), 1)
     colors = {"orijs": "#d62728", "node": "#2ca02c", "bullmq_py": "#1f77b4", "huey": "#9467bd",
@@ -359,15 +385,18 @@ def plot(results: Dict, peers: List[str], path: str, title: str) -> Optional[str
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="counts / 10, output under bench/quick/")
+    p.add_argument("--scale", type=int, default=None,
+                   help="divide every count by this (default 1, or 10 with --quick)")
     p.add_argument("--peers", default=",".join(PEERS), help="comma list of " + ",".join(PEERS))
     p.add_argument("--cases", default=None, help="comma list of case keys (default: all)")
     p.add_argument("--out", default=None, help="output folder (default bench/, or bench/quick/)")
     p.add_argument("--timeout", type=float, default=None, help="seconds per cell (default 600, quick 120)")
     args = p.parse_args(argv)
+    cmd_args = sys.argv[1:] if argv is None else argv
 
-    scale = 10 if args.quick else 1
-    timeout = args.timeout or (120.0 if args.quick else 600.0)
-    out_dir = args.out or (os.path.join(HERE, "quick") if args.quick else HERE)
+    scale = max(args.scale or (10 if args.quick else 1), 1)
+    timeout = args.timeout or (120.0 if scale > 1 else 600.0)
+    out_dir = args.out or (os.path.join(HERE, "quick") if scale > 1 else HERE)
     os.makedirs(out_dir, exist_ok=True)
     peers = [x for x in args.peers.split(",") if x]
     unknown = [x for x in peers if x not in PEERS]
@@ -389,7 +418,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     results: Dict[str, Dict[str, Any]] = {peer: {} for peer in peers}
     for peer, why in skipped.items():
         for key, *_ in all_cases:
-            results[peer][key] = {"unsupported": f"skipped: {why}"}
+            if runs(peer, key):
+                results[peer][key] = {"unsupported": f"skipped: {why}"}
 
     load_start = os.getloadavg()[0]
     if load_start > 0.7:
@@ -401,12 +431,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         info = r.info("server")
         redis_version = info.get("redis_version", "?")
         log(f"redis-server {redis_version} at {srv.url}; {os.cpu_count()} cores; "
-            f"{'quick (counts / 10)' if args.quick else 'full'} run")
-        total = sum(1 for c in all_cases for peer in runnable if peer in ONLY.get(c[0], {peer}))
+            f"{'full' if scale == 1 else f'scaled (counts / {scale})'} run")
+        total = sum(1 for c in all_cases for peer in runnable if runs(peer, c[0]))
         k = 0
         for key, case, label, n, extra in all_cases:
             for peer in runnable:
-                if peer not in ONLY.get(key, {peer}):
+                if not runs(peer, key):
                     continue
                 k += 1
                 r.flushall()
@@ -422,9 +452,10 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     vers = versions()
     tbl, notes = table(results, peers)
+    proc_tbl, proc_notes = proc_report.table(results, peers)
     checks = targets(results)
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    mode = "quick (counts / 10)" if args.quick else "full"
+    mode = "full" if scale == 1 else f"{'quick' if args.quick else 'scaled'} (counts / {scale})"
     cores = os.cpu_count()
     counts = ", ".join(f"{k} {max(v // scale, 1):,}" for k, v in FULL_COUNTS.items())
     title = (f"no-op job processing, {cores} cores, Redis {redis_version} "
@@ -434,12 +465,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     md = [
         "# orijs_sync benchmark results",
         "",
-        f"- date: {when}; {mode} run, {elapsed:.0f} s; `python bench/run.py{' --quick' if args.quick else ''}`",
+        f"- date: {when}; {mode} run, {elapsed:.0f} s; `python bench/run.py {' '.join(cmd_args)}`",
         f"- machine: {cores} cores ({cpu_model()}), {platform.system()} {platform.release()}",
         f"- load average (1 min) {load_start:.2f} at the start, {load_end:.2f} at the end",
         f"- Redis {redis_version} on loopback, started by the run (no persistence), FLUSHALL between cells",
         f"- Python {vers['python']}: orijs_sync {vers.get('orijs')}, bullmq {vers.get('bullmq_py')}, "
-        f"huey {vers.get('huey')}, rq {vers.get('rq')}; BullMQ for Node {vers.get('node')} "
+        f"huey {vers.get('huey')}, rq {vers.get('rq')}, celery {vers.get('celery')}; "
+        f"BullMQ for Node {vers.get('node')} "
         f"(node {vers.get('nodejs', '?')}), GroupMQ for Node {vers.get('groupmq')}",
         f"- counts: {counts}",
         "",
@@ -452,6 +484,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     ]
     if notes:
         md += ["Notes:", ""] + [f"- {n}" for n in notes] + [""]
+    if proc_tbl:
+        md += ["## Handlers in child processes (2 processes)", "",
+               "In brackets: how many times better orijs_sync with `processes=2` is (in the",
+               "threads row, process mode's gain over threads).", ""] + proc_tbl + [""]
+        md += [f"- {n}" for n in proc_notes] + ([""] if proc_notes else [])
     md += ["## Targets (docs/benchmarks.md), judged on this run", ""] + checks + [""]
     md += ["## Method", "",
            "- sequential add: one `add` at a time, awaited (remove-on-complete).",
@@ -473,6 +510,7 @@ def main(argv: Optional[List[str]] = None) -> int:
            "  group queue is paused, so the resume is not a fair start); per-group order holds.",
            "- memory: jobs processed and kept (not removed); `MEMORY USAGE ... SAMPLES 0` summed over",
            "  each job's own keys (200 sampled), plus the completed set's memory shared out per job.",
+           *proc_report.METHOD,
            "",
            "![processing throughput by concurrency](throughput.png)",
            ""]
@@ -489,6 +527,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print()
         for n in notes:
             print(f"- {n}")
+    if proc_tbl:
+        print("\n" + "\n".join(proc_tbl + [f"- {n}" for n in proc_notes]))
     print()
     print("\n".join(checks))
     print(f"\nwrote {os.path.relpath(os.path.join(out_dir, 'RESULTS.md'), ROOT)}, "

@@ -7,6 +7,7 @@ const { performance } = require('perf_hooks');
 const { Queue, Worker, QueueEvents } = require('bullmq');
 const IORedis = require('ioredis');
 const fs = require('fs');
+const path = require('path');
 
 const QUEUE = 'bench';
 const CHUNK = 500;
@@ -16,13 +17,14 @@ const STOP_KEY = 'bench:stop';
 const PROGRESS_KEY = 'bench:progress';
 const CONTROL_NAME = 'bench-ctl'; // the harness's own connections, not counted by waitReady
 const BULL_JOB_SUFFIXES = ['', ':logs', ':lock', ':dependencies', ':processed', ':failed', ':unsuccessful'];
+const SANDBOXED = path.join(__dirname, 'sandboxed.js'); // the proc case's processor file
 
 function parseArgs(argv) {
   const a = { n: 1000, concurrency: 16, procs: 4, child: 0, timeout: 300, payload: 0, sample: 0 };
   for (let i = 0; i < argv.length; i += 2) {
     const k = argv[i].replace(/^--/, '');
     const v = argv[i + 1];
-    a[k] = ['case', 'url'].includes(k) ? v : Number(v);
+    a[k] = ['case', 'url', 'handler'].includes(k) ? v : Number(v);
   }
   return a;
 }
@@ -101,12 +103,12 @@ async function warm(a) {
 }
 
 // Untimed: n no-op jobs on a paused queue (the workers get ready before the resume).
-async function fill(a, n, remove = true) {
+async function fill(a, n, remove = true, name = 'job') {
   const q = new Queue(QUEUE, { connection: connOpts(a.url) });
   await q.pause();
   const pad = a.payload ? 'x'.repeat(a.payload) : null;
   const data = (i) => (pad ? { i, pad } : { i });
-  const jobs = Array.from({ length: n }, (_, i) => ({ name: 'job', data: data(i), opts: { removeOnComplete: remove } }));
+  const jobs = Array.from({ length: n }, (_, i) => ({ name, data: data(i), opts: { removeOnComplete: remove } }));
   for (const c of chunks(jobs)) await q.addBulk(c);
   await q.close();
 }
@@ -316,7 +318,112 @@ async function memory(a) {
   }
 }
 
-const CASES = { seq_add: seqAdd, bulk_add: bulkAdd, process: processCase, process_only: processOnly, multi, child, rr, memory };
+// -- handlers in child processes (the proc case: bench/peers/common.py) --------------
+
+// The live processes whose parent is `pid` (a scan of /proc, as bench/peers/childmem.py).
+function childrenOf(pid) {
+  const out = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(name));
+    } catch (err) { /* gone meanwhile */ }
+  }
+  return out;
+}
+
+function memoryKb(pid) {
+  try {
+    const field = (text, name) => Number((text.match(new RegExp(`^${name}:\\s+(\\d+)`, 'm')) || [0, 0])[1]);
+    const rss = field(fs.readFileSync(`/proc/${pid}/status`, 'utf8'), 'VmRSS');
+    const pss = field(fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'), 'Pss');
+    return rss ? [rss, pss] : null;
+  } catch (err) {
+    return null;
+  }
+}
+
+// Each child's peak VmRSS and Pss, sampled every 250 ms; stop() -> the result's fields.
+function startChildMemory() {
+  const peak = new Map();
+  const sample = () => {
+    for (const pid of childrenOf(process.pid)) {
+      const m = memoryKb(pid);
+      if (!m) continue;
+      const old = peak.get(pid) || [0, 0];
+      peak.set(pid, [Math.max(old[0], m[0]), Math.max(old[1], m[1])]);
+    }
+  };
+  sample();
+  const timer = setInterval(sample, 250);
+  return {
+    stop() {
+      sample();
+      clearInterval(timer);
+      const all = [...peak.values()];
+      if (!all.length) return { children_seen: 0 };
+      const mean = (i) => +(all.reduce((s, p) => s + p[i], 0) / all.length / 1024).toFixed(1);
+      return { children_seen: all.length, child_rss_mb: mean(0), child_pss_mb: mean(1),
+        child_rss_each_mb: all.slice(0, 8).map((p) => +(p[0] / 1024).toFixed(1)) };
+    },
+  };
+}
+
+// Completions of `worker`; until(n) resolves at the n-th (rejects after timeoutS).
+function countCompletions(worker) {
+  const c = { count: 0, last: 0, waiters: [] };
+  worker.on('completed', () => {
+    c.count += 1;
+    c.last = now();
+    c.waiters = c.waiters.filter(([n, done]) => (c.count >= n ? (done(), false) : true));
+  });
+  c.until = (n, timeoutS) => new Promise((resolve, reject) => {
+    if (c.count >= n) return resolve();
+    const timer = setTimeout(() => reject(new Error(`timed out at ${c.count}/${n}`)), timeoutS * 1000);
+    c.waiters.push([n, () => { clearTimeout(timer); resolve(); }]);
+  });
+  return c;
+}
+
+function cpuJobMs() {
+  const { burn, ITERATIONS } = require(SANDBOXED);
+  let best = Infinity;
+  for (let i = 0; i < 3; i++) {
+    const t0 = now();
+    burn(ITERATIONS);
+    best = Math.min(best, now() - t0);
+  }
+  return +(best * 1000).toFixed(2);
+}
+
+// A Worker given the processor's file (its sandbox: one child process per job running at
+// once); 2 x procs warm-up jobs first (its children started), then timed as `process`.
+async function proc(a) {
+  const jobMs = a.handler === 'cpu' ? cpuJobMs() : null;
+  const worker = new Worker(QUEUE, SANDBOXED, { connection: connOpts(a.url), concurrency: a.concurrency,
+    useWorkerThreads: false });
+  const done = countCompletions(worker);
+  try {
+    const warm = 2 * Math.max(a.procs, a.concurrency);
+    const q = new Queue(QUEUE, { connection: connOpts(a.url) });
+    await q.addBulk(Array.from({ length: warm }, (_, i) => ({ name: a.handler, data: { i }, opts: { removeOnComplete: true } })));
+    await q.close();
+    await done.until(warm, 120);
+    await fill(a, a.n, true, a.handler);
+    await waitReady(a.url, 1);
+    const memory = startChildMemory();
+    const t0 = now();
+    await resume(a);
+    await done.until(warm + a.n, a.timeout);
+    return rate(done.count - warm, done.last - t0, Object.assign({ handler: a.handler, processes: a.concurrency,
+      concurrency: a.concurrency, job_ms: jobMs }, memory.stop()));
+  } finally {
+    await worker.close();
+  }
+}
+
+const CASES = { seq_add: seqAdd, bulk_add: bulkAdd, process: processCase, process_only: processOnly, multi, child, rr, memory, proc };
 
 async function main() {
   const a = parseArgs(process.argv.slice(2));

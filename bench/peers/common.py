@@ -13,6 +13,9 @@ line ``RESULT {json}`` on stdout. Cases:
 - ``multi``: the same with ``--procs`` worker processes (see ``run_multi``)
 - ``rr``: N sequential request-response round trips -> ``ops_per_s``, ``p50_ms``, ``p99_ms``
 - ``memory``: N jobs processed and kept; bytes of ``MEMORY USAGE`` per job
+- ``proc``: handlers in ``--procs`` child processes (``--handler cpu``: about 20 ms of
+  CPU a job, ``noop``: none), ``--concurrency`` jobs at once, queue filled and held as in
+  ``process``; -> ``ops_per_s`` and the children's memory (bench/peers/childmem.py)
 - ``child``: internal, one worker process of ``multi``
 
 A case a peer cannot run prints ``{"unsupported": "why"}``.
@@ -21,12 +24,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
 import threading
 import time
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import redis
 
@@ -58,6 +62,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help="bytes of padding in each job's data (bench/scaling.py)")
     p.add_argument("--sample", type=int, default=0,
                    help="1: report the worker process's RSS, threads and CPU (bench/scaling.py)")
+    p.add_argument("--handler", default="cpu", choices=("cpu", "noop"),
+                   help="the proc case's handler (bench/peers/cpu_tasks.py)")
     return p.parse_args(argv)
 
 
@@ -167,7 +173,10 @@ def chunks(seq: List, size: int = CHUNK):
 
 def run_multi(args: argparse.Namespace, module: str, fill: Callable[[int], None],
               resume: Callable[[], None], child_concurrency: Optional[int] = None,
-              blocked_per_proc: int = 1) -> Dict:
+              blocked_per_proc: int = 1, child_case: str = "child",
+              child_args: Sequence[str] = ()) -> Dict:
+    """``child_case`` / ``child_args``: what each child is run with (the proc case's
+    children run another case, with its ``--handler``)."""
     r = client(args.url)
     fill(args.n)
     procs: List[subprocess.Popen] = []
@@ -176,9 +185,9 @@ def run_multi(args: argparse.Namespace, module: str, fill: Callable[[int], None]
     try:
         for i in range(args.procs):
             procs.append(subprocess.Popen(
-                [sys.executable, "-m", module, "--case", "child", "--url", args.url,
+                [sys.executable, "-m", module, "--case", child_case, "--url", args.url,
                  "--n", str(args.n), "--concurrency", str(conc), "--child", str(i),
-                 "--timeout", str(args.timeout)],
+                 "--timeout", str(args.timeout), *child_args],
                 stdout=subprocess.DEVNULL, env=env))
         for _ in range(args.procs):
             if r.blpop([READY_KEY], timeout=60) is None:
@@ -254,6 +263,33 @@ class ChildReporter:
             self._thread.join(timeout=5)
         self.publish()
         self.r.close()
+
+
+class SharedCounter:
+    """Completions counted in forked children (Huey's process workers, Celery's prefork
+    pool: their completion hooks run in the child that ran the job): a count and the wall
+    time of the last, in shared memory made before the fork. Call it from the hook."""
+
+    def __init__(self) -> None:
+        self.values = multiprocessing.get_context("fork").Array("d", 2)
+
+    def __call__(self, *_args, **_kwargs) -> None:
+        with self.values.get_lock():
+            self.values[0] += 1
+            self.values[1] = time.time()
+
+    def read(self) -> Tuple[int, float]:
+        with self.values.get_lock():
+            return int(self.values[0]), self.values[1]
+
+    def wait(self, n: int, timeout: float) -> Tuple[int, float]:
+        """Until ``n`` are counted: (count, wall time of the last)."""
+        deadline = time.monotonic() + timeout
+        while (got := self.read())[0] < n:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"timed out at {got[0]}/{n}")
+            time.sleep(0.01)
+        return got
 
 
 def job_data(i: int, payload: int = 0) -> Dict:

@@ -1,4 +1,5 @@
-"""Huey (RedisHuey, blocking dequeue) with its thread consumer, run in-process."""
+"""Huey (RedisHuey, blocking dequeue) with its thread consumer, run in-process; the proc
+case with its process consumer (``-k process -w N``), also started from this process."""
 from __future__ import annotations
 
 import logging
@@ -7,7 +8,7 @@ import time
 
 from huey import RedisHuey, signals
 
-from bench.peers import common
+from bench.peers import childmem, common, cpu_tasks
 from bench.peers.common import WARMUP
 
 logging.getLogger("huey").setLevel(logging.WARNING)
@@ -127,7 +128,47 @@ def rr(args):
     return common.latency_result(lat, total, note="result(blocking=True), notify_result")
 
 
-CASES = {"seq_add": seq_add, "process": process, "child": child, "rr": rr}
+def proc_huey(url):
+    huey = RedisHuey("bench", url=url)
+    tasks = {"cpu": huey.task(name="cpu")(cpu_tasks.cpu_job),
+             "noop": huey.task(name="noop")(cpu_tasks.noop)}
+    return huey, tasks
+
+
+def fill_held(huey, task, n):
+    """Untimed, as ``fill``: the serialized messages onto the held list."""
+    conn = huey.storage.conn
+    for chunk in common.chunks(list(range(n))):
+        pipe = conn.pipeline(transaction=False)
+        for i in chunk:
+            pipe.lpush(common.HELD_KEY, huey.serialize_task(task.s(i)))
+        pipe.execute()
+
+
+def proc(args):
+    """``--procs`` worker processes (worker_type "process"), each one task at a time."""
+    job_ms = cpu_tasks.job_ms() if args.handler == "cpu" else None
+    huey, tasks = proc_huey(args.url)
+    fill_held(huey, tasks[args.handler], args.n)
+    counter = common.SharedCounter()
+    huey.signal(signals.SIGNAL_COMPLETE)(counter)
+    c = huey.create_consumer(workers=args.procs, worker_type="process", periodic=False,
+                             initial_delay=0.001, max_delay=0.1, check_worker_health=False)
+    c.start()
+    try:
+        common.wait_ready(args.url, args.procs)       # every worker process in BRPOP
+        memory = childmem.ChildMemory(lambda: [p.pid for _, p in c.worker_threads]).start()
+        t0 = time.time()
+        common.release(args.url, huey.storage.queue_key)
+        count, last = counter.wait(args.n, args.timeout)
+        fields = memory.stop()
+    finally:
+        c.stop(graceful=True)
+    return common.rate(count, last - t0, handler=args.handler, processes=args.procs,
+                       job_ms=job_ms, **fields)
+
+
+CASES = {"seq_add": seq_add, "process": process, "child": child, "rr": rr, "proc": proc}
 
 
 def main():

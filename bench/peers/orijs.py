@@ -169,9 +169,16 @@ def memory(args):
         r.close()
 
 
+def proc(args):
+    """The proc case with the handler on the worker's threads (concurrency threads), the
+    baseline of orijs_sync's process mode (bench/peers/orijs_proc.py)."""
+    from bench.peers import orijs_proc     # imports this module: not at the top
+    return orijs_proc.run(args, processes=0)
+
+
 CASES = {"seq_add": seq_add, "bulk_add": bulk_add, "process": process,
          "process_only": process_only, "child": child,
-         "rr": rr, "emit": emit, "memory": memory}
+         "rr": rr, "emit": emit, "memory": memory, "proc": proc}
 
 
 def main():

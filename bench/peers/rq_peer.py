@@ -1,4 +1,5 @@
-"""RQ with SimpleWorker (no fork per job), burst mode; RQ has no in-process concurrency."""
+"""RQ with SimpleWorker (no fork per job), burst mode; RQ has no in-process concurrency.
+The proc case runs RQ's default Worker instead, which forks a work horse per job."""
 from __future__ import annotations
 
 import subprocess
@@ -7,12 +8,13 @@ import threading
 import time
 
 from redis import Redis
-from rq import Queue, SimpleWorker
+from rq import Queue, SimpleWorker, Worker
 
-from bench.peers import common
+from bench.peers import childmem, common, cpu_tasks
 from bench.peers.common import QUEUE, WARMUP
 
 FUNC = "bench.peers.common.noop"
+PROC_FUNCS = {"cpu": "bench.peers.cpu_tasks.cpu_job", "noop": "bench.peers.cpu_tasks.noop"}
 
 
 def queue(url):
@@ -27,9 +29,9 @@ def warm(url):
     q.empty()
 
 
-def fill(url, n, result_ttl=0):
+def fill(url, n, result_ttl=0, func=FUNC):
     q = queue(url)
-    datas = [Queue.prepare_data(FUNC, (i,), result_ttl=result_ttl) for i in range(n)]
+    datas = [Queue.prepare_data(func, (i,), result_ttl=result_ttl) for i in range(n)]
     for chunk in common.chunks(datas):
         q.enqueue_many(chunk)
 
@@ -161,8 +163,52 @@ def memory(args):
         r.close()
 
 
+class ForkingCountingWorker(Worker):
+    """RQ's default Worker: a work horse forked per job. ``execute_job`` returns in the
+    worker process once its horse has exited (the job done): counted there."""
+    on_done = None
+
+    def execute_job(self, job, queue):
+        super().execute_job(job, queue)
+        if self.on_done:
+            self.on_done()
+
+
+def proc_child(args):
+    """One worker process of the proc case (not burst: see work_until_idle)."""
+    rep = common.ChildReporter(args.url, args.child)
+    q = queue(args.url)
+    w = ForkingCountingWorker([q], connection=q.connection, log_job_description=False)
+    w.on_done = rep.completed
+    rep.ready()
+    work_until_idle(w)
+    rep.publish()
+    rep.wait_stop(args.timeout)
+    rep.finish()
+    return {"count": rep.count}
+
+
+def proc(args):
+    """``--procs`` forking workers, each one job at a time in a horse; the horses (this
+    process's grandchildren) sampled for memory."""
+    key = queue(args.url).key
+    job_ms = cpu_tasks.job_ms() if args.handler == "cpu" else None
+
+    def fill_held(n):
+        fill(args.url, n, func=PROC_FUNCS[args.handler])
+        common.hold(args.url, key)
+    memory = childmem.ChildMemory(childmem.own_grandchildren).start()
+    result = common.run_multi(args, "bench.peers.rq_peer", fill_held,
+                              lambda: common.release(args.url, key), child_concurrency=1,
+                              child_case="proc_child", child_args=["--handler", args.handler])
+    result.update(memory.stop())
+    result.update(handler=args.handler, processes=args.procs, job_ms=job_ms)
+    return result
+
+
 CASES = {"seq_add": seq_add, "bulk_add": bulk_add, "process": process, "child": child,
-         "rr": rr, "rr_worker": rr_worker, "memory": memory}
+         "rr": rr, "rr_worker": rr_worker, "memory": memory, "proc": proc,
+         "proc_child": proc_child}
 
 
 def main():
