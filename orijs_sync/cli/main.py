@@ -24,6 +24,11 @@ from ..queue import Queue
 from ..worker import Worker
 from . import actions
 
+WORKER_HELP = "process a queue with module:function until SIGINT/SIGTERM"
+# What a command reports as a usage error (exit status 2, no traceback): bad options, a
+# handler that cannot be imported, a library error.
+USAGE_ERRORS = (errors.OrijsError, ValueError, ImportError, AttributeError)
+
 
 def load_callable(spec: str) -> Callable[..., Any]:
     """``"package.module:function"`` -> the function."""
@@ -66,22 +71,51 @@ def _jobs(args: argparse.Namespace, queue: Queue) -> int:
     return 0
 
 
-def _worker(args: argparse.Namespace, queue: Queue) -> int:
+def run_worker(args: argparse.Namespace, connection: Any, prefix: str,
+               wrap: Optional[Callable[[Callable[..., Any]], Callable[..., Any]]] = None) -> int:
+    """The ``worker`` command: ``args`` from :func:`add_worker_arguments`; blocks until
+    SIGINT/SIGTERM. ``wrap`` (the Django command's) takes the handler and returns the
+    function the Worker calls. Shared by ``orijs-sync worker`` and ``manage.py orijs_worker``."""
     handler = load_callable(args.handler)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    worker = Worker(queue.name, handler, connection=args.url, prefix=args.prefix,
-                    concurrency=args.concurrency, worker_name=args.name,
-                    max_reconnect_delay=args.max_reconnect_delay)
+    worker = Worker(args.queue, wrap(handler) if wrap is not None else handler,
+                    connection=connection, prefix=prefix, concurrency=args.concurrency,
+                    worker_name=args.name, max_reconnect_delay=args.max_reconnect_delay)
     actions.log_each_job(worker)
     worker.run(connect_timeout=args.connect_timeout)
     return 0
 
 
+def _worker(args: argparse.Namespace, queue: Queue) -> int:
+    return run_worker(args, args.url, args.prefix)
+
+
+def add_worker_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``worker`` command's arguments (the queue, the handler and the options)."""
+    p.add_argument("queue")
+    p.add_argument("handler", help="module:function taking a Job")
+    p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--connect-timeout", type=float, default=None, metavar="SECONDS",
+                   help="give up if Redis does not answer within this time (default: wait "
+                        "until SIGINT/SIGTERM)")
+    p.add_argument("--max-reconnect-delay", type=float, default=5.0, metavar="SECONDS",
+                   help="longest pause between tries while Redis is down (default: 5)")
+    p.add_argument("--name", help="worker name (listed by getWorkers() as :w:NAME)")
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser, url: Optional[str],
+                             prefix: Optional[str], url_default_text: str) -> None:
+    """``--url`` and ``--prefix`` (the defaults differ: the environment here, Django's
+    settings in ``manage.py orijs_worker``)."""
+    parser.add_argument("--url", default=url, help=f"Redis URL (default: {url_default_text})")
+    parser.add_argument("--prefix", default=prefix,
+                        help=f"key prefix (default: {prefix or 'from the settings'})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="orijs-sync", description=__doc__.splitlines()[0])
-    parser.add_argument("--url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
-                        help="Redis URL (default: $REDIS_URL or localhost)")
-    parser.add_argument("--prefix", default="bull", help="key prefix (default: bull)")
+    add_connection_arguments(parser, os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
+                             "bull", "$REDIS_URL or localhost")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("counts", help="job counts per state")
     p.add_argument("queue")
@@ -96,16 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state", default="failed")
     p.add_argument("--limit", type=int, default=20)
     p.set_defaults(run=_jobs)
-    p = sub.add_parser("worker", help="process a queue with module:function until SIGINT/SIGTERM")
-    p.add_argument("queue")
-    p.add_argument("handler", help="module:function taking a Job")
-    p.add_argument("--concurrency", type=int, default=1)
-    p.add_argument("--connect-timeout", type=float, default=None, metavar="SECONDS",
-                   help="give up if Redis does not answer within this time (default: wait "
-                        "until SIGINT/SIGTERM)")
-    p.add_argument("--max-reconnect-delay", type=float, default=5.0, metavar="SECONDS",
-                   help="longest pause between tries while Redis is down (default: 5)")
-    p.add_argument("--name", help="worker name (listed by getWorkers() as :w:NAME)")
+    p = sub.add_parser("worker", help=WORKER_HELP)
+    add_worker_arguments(p)
     p.set_defaults(run=_worker)
     actions.add_commands(parser, sub)
     return parser
@@ -120,7 +146,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if getattr(args, "must_exist", False):
                 actions.require_queue(queue)
             return int(args.run(args, queue))
-    except (errors.OrijsError, ValueError, ImportError, AttributeError) as exc:
+    except USAGE_ERRORS as exc:
         print(f"orijs-sync: {exc}", file=sys.stderr)
         return 2
 

@@ -237,12 +237,8 @@ class BullMQEventProvider:
         other, as does one whose handler outlived the timeout; its result goes nowhere
         (a warning is logged). Retry with the same ``idempotency_key`` to add it once.
         """
-        check.boolean(expects_result, "expects_result")
-        meta, causation_id = context.resolve(meta, causation_id)
-        message = EventMessage.create(event_name, payload, meta, causation_id=causation_id,
-                                      idempotency_key=idempotency_key)
-        delay_s = to_seconds(delay, "delay")
-        wait = self.default_timeout if timeout is None else to_seconds(timeout, "timeout")
+        message, delay_s, wait = self._check_emit(event_name, payload, meta, delay, timeout,
+                                                  idempotency_key, causation_id, expects_result)
         queue_name = self.queue_manager.get_queue_name(event_name)
         sub = EventSubscription(event_name, message.event_id, message.correlation_id,
                                 message.job_id, queue_name=queue_name,
@@ -260,6 +256,20 @@ class BullMQEventProvider:
                 return sub
         send().wait(wait or None)      # the add, for at most the emit's timeout
         return sub
+
+    def _check_emit(self, event_name: str, payload: Any, meta: Optional[Mapping[str, Any]],
+                    delay: Optional[Seconds], timeout: Optional[Seconds],
+                    idempotency_key: Optional[str], causation_id: Optional[str],
+                    expects_result: bool) -> Tuple[EventMessage, Optional[float], float]:
+        """``emit``'s arguments checked (nothing written): the message it sends (meta and
+        causation id resolved from the propagation context now), the delay and the wait."""
+        check.boolean(expects_result, "expects_result")
+        meta, causation_id = context.resolve(meta, causation_id)
+        message = EventMessage.create(event_name, payload, meta, causation_id=causation_id,
+                                      idempotency_key=idempotency_key)
+        delay_s = to_seconds(delay, "delay")
+        wait = self.default_timeout if timeout is None else to_seconds(timeout, "timeout")
+        return message, delay_s, wait or 0.0
 
     def _dispatch(self, sub: EventSubscription, message: EventMessage,
                   delay_s: Optional[float], wait: Optional[float],

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = ("quickstart.md", "recipes/flask-gunicorn.md", "recipes/scripts.md", "compatibility.md",
+PAGES = ("quickstart.md", "recipes/flask-gunicorn.md", "recipes/django.md", "recipes/scripts.md",
+         "compatibility.md",
          "threading.md", "tuning.md", "guarantees.md", "reference.md", "architecture.md",
          "benchmarks.md", "cli.md", "monitoring.md")
 

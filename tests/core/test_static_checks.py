@@ -51,7 +51,7 @@ LAYERS = (
                 "orijs_sync._worker_run", "orijs_sync.tasks")),
     ("orijs", ("orijs_sync.groups", "orijs_sync.events", "orijs_sync.workflows")),
     ("edges", ("orijs_sync.integrations", "orijs_sync.prometheus", "orijs_sync.otel",
-               "orijs_sync.cli")),
+               "orijs_sync.cli", "orijs_sync.contrib")),
 )
 
 # The imports that point up, for annotations only (each would be a cycle at run time): the
