@@ -46,6 +46,8 @@ def settings(value: Any) -> Optional[Tuple[int, float]]:
 
 
 class _Batch:
+    """One batch of adds: its jobs, then the replies (or the error) of its write."""
+
     def __init__(self) -> None:
         self.jobs: List[Sequence[Any]] = []
         self.done = threading.Event()
@@ -89,6 +91,7 @@ class AddBatcher:
         return batch.replies[index]
 
     def _write(self, batch: _Batch) -> None:
+        """Write a closed batch in one call; its adds then read their replies."""
         q = self.queue
         args: List[Any] = [q.keep_completed, q.staging_ms]
         for job in batch.jobs:

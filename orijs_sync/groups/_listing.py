@@ -53,6 +53,7 @@ def _chunks(queue: "GroupQueue", key: str, desc: bool) -> Iterator[str]:
 
 
 def _ids(queue: "GroupQueue", status: str) -> Iterator[str]:
+    """The ids listed under one state, in GroupMQ's order for it."""
     if status != "waiting":
         name, desc = SETS[status]
         yield from _chunks(queue, queue.key(name), desc)

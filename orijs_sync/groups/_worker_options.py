@@ -48,6 +48,7 @@ class WorkerSettings:
 
 
 def _name(value: Any, queue: "GroupQueue") -> str:
+    """The worker's name: a non-empty string, or the queue's name."""
     if value is None:
         return queue.name
     if not isinstance(value, str) or not value.strip():
@@ -56,6 +57,8 @@ def _name(value: Any, queue: "GroupQueue") -> str:
 
 
 def _heartbeat(value: Optional[Seconds], queue: "GroupQueue") -> float:
+    """Seconds between heartbeats: > 0 and shorter than the job timeout (default: a
+    third of it, at most ``HEARTBEAT_CAP``)."""
     timeout = queue.job_timeout_ms / 1000.0
     if value is None:
         return min(timeout / 3, HEARTBEAT_CAP)
@@ -68,6 +71,7 @@ def _heartbeat(value: Optional[Seconds], queue: "GroupQueue") -> float:
 
 
 def _cleanup(enable: Any, interval: Seconds) -> Optional[float]:
+    """Seconds between cleanup passes, or ``None`` when cleanup is off."""
     if not isinstance(enable, bool):
         raise opt.GroupOptionError(f"enable_cleanup must be True or False, not {enable!r}")
     if interval is None:
