@@ -345,14 +345,14 @@ def test_defaults_are_groupmqs(gq: GroupQueue) -> None:
 
 
 def test_heartbeat_option_holds_a_job_past_its_timeout(redis_url: str, gname: str) -> None:
-    gq = GroupQueue(gname, connection=redis_url, job_timeout=0.6)
+    gq = GroupQueue(gname, connection=redis_url, job_timeout=1.0)
     gq.add(group_id="g", data={})
     runs: List[str] = []
     stalled: List[str] = []
 
     def slow(job: GroupJob) -> None:
         runs.append(job.id)
-        time.sleep(1.5)
+        time.sleep(2.0)
     with GroupWorker(gq, slow, heartbeat=0.1, stalled_interval=0.05) as w:
         beats = [r for r in w._roles if r.name == "group-heartbeat"]
         assert [r.interval for r in beats] == [0.1]          # type: ignore[attr-defined]
