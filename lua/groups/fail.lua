@@ -3,12 +3,15 @@
   its place in its group (its score is kept, so the group's order holds), after
   a backoff during which the delayed head holds the group back; with none
   left, fail it for good (kept in failed when keepFailed > 0). Either way the
-  group is released.
+  group is released. An attempts cap (a worker's maxAttempts; 1 dead-letters the
+  job) ends it for good once that many attempts were made, whatever the job's own
+  maxAttempts.
 
   KEYS[1] ns
   ARGV[1] job id  ARGV[2] group id  ARGV[3] token  ARGV[4] now (ms)
   ARGV[5] backoff (ms)  ARGV[6] keepFailed  ARGV[7] error message
   ARGV[8] error name  ARGV[9] stack  ARGV[10] processedOn (ms)
+  ARGV[11] attempts cap (0 or absent = none)
   Returns {0} when the job was no longer ours, else {"retry" | "failed", attempts}.
 ]]
 local rcall = redis.call
@@ -22,7 +25,8 @@ local jobKey = ns .. ":job:" .. jobId
 local attempts = raiseCounter(jobKey, "attempts")
 local maxAttempts = finiteNumber(rcall("HGET", jobKey, "maxAttempts")) or 1
 local message, name, stack = ARGV[7], ARGV[8], ARGV[9]
-if attempts >= maxAttempts then
+local cap = tonumber(ARGV[11]) or 0
+if attempts >= maxAttempts or (cap > 0 and attempts >= cap) then
   gmRecordFinished(ns, jobId, "failed", now, tonumber(ARGV[6]), {
     "failedReason", message, "failedName", name, "stacktrace", stack,
     "processedOn", ARGV[10], "finishedOn", tostring(now), "attempts", tostring(attempts)})

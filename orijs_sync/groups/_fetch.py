@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Callable, List, Optional
 
 from .. import errors
 from ..base.roles import Role
-from ..base.util import now_ms
+from ._manual import reserve_jobs
 from .job import GroupJob
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -16,7 +16,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-SCAN_LIMIT = 100          # most ready groups one reserve call looks at
 PAUSED_WAIT = 0.5         # seconds between looks at a paused queue
 
 
@@ -68,10 +67,7 @@ class Fetcher(Role):
         self.blocking = queue.connection.blocking_client(block_timeout)
 
     def reserve(self, n: int, preferred: str = "") -> List[GroupJob]:
-        token = self.new_token()
-        replies = self.queue.run_hot("reserve", now_ms(), self.queue.job_timeout_ms, n,
-                                     preferred, token, SCAN_LIMIT)
-        return [GroupJob.from_reply(reply, self.queue, token) for reply in replies]
+        return reserve_jobs(self.queue, n, self.new_token(), preferred, self.queue.run_hot)
 
     def loop(self) -> None:
         free = self.slots.take_all(self.stop_event)

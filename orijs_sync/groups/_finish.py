@@ -7,8 +7,9 @@ import queue as queue_module
 import threading
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
 
-from ..base.util import dumps, now_ms
+from ..base.util import now_ms
 from ..engine.locks import write_through_blip
+from ._manual import completion_fields
 from .job import GroupJob
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -119,11 +120,8 @@ class Finisher:
         args: List[Any] = [token, now, q.job_timeout_ms, q.keep_completed,
                            "1" if self.chain() else "0"]
         for job, _, text, started in batch:
-            fields = "" if not q.keep_completed else dumps(
-                ["processedOn", str(started), "finishedOn", str(now), "attempts",
-                 str(job.attempts_made), "maxAttempts", str(job.max_attempts),
-                 "returnvalue", text])
-            args += [job.id, job.group_id, job.token, fields]
+            args += [job.id, job.group_id, job.token,
+                     completion_fields(q, job, text, started, now)]
         return token, write_through_blip(lambda: q.run_hot("complete", *args),
                                          q.job_timeout_ms / 1000.0)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from .. import errors
 from ..base.util import Seconds, loads, now_ms
@@ -13,8 +13,8 @@ from ..store.cluster import check_queue
 from ..store.connect import ConnectionOwner
 from ..store.connection import ConnectionLike
 from ..store.scripts import Scripts
+from . import _batch, _housekeeping, _listing, _manual, _repeat
 from . import _options as opt
-from . import _repeat
 from .job import GroupJob
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,12 @@ class GroupQueue(ConnectionOwner):
     waits ``ordering_window`` from pickup, restarting the wait, shortened by
     ``ordering_grace_period_decay``, whenever more jobs reach the group, at most
     ``ordering_max_wait_multiplier`` windows; then runs the group's earliest job and
-    up to ``ordering_max_batch_size`` more of it in order without another wait)."""
+    up to ``ordering_max_batch_size`` more of it in order without another wait).
+
+    ``auto_batch`` (GroupMQ's ``autoBatch``): ``True`` or ``{"size": 10, "max_wait":
+    0.01}`` writes adds made at about the same time (by several threads) in one script
+    call, up to ``size`` jobs, each add waiting at most ``max_wait`` seconds for others
+    to join it; every ``add`` still returns only once its job is in Redis."""
 
     def __init__(self, name: str, connection: ConnectionLike = None, *,
                  job_timeout: Seconds = 30, max_attempts: int = 3, keep_completed: int = 0,
@@ -39,7 +44,8 @@ class GroupQueue(ConnectionOwner):
                  ordering_window: Optional[Seconds] = None,
                  ordering_max_wait_multiplier: float = 3,
                  ordering_grace_period_decay: float = 1.0,
-                 ordering_max_batch_size: int = 10) -> None:
+                 ordering_max_batch_size: int = 10,
+                 auto_batch: Union[bool, Dict[str, Any], None] = False) -> None:
         if not isinstance(name, str) or not name or name.strip() != name:
             raise opt.GroupOptionError(f"queue name must be a non-empty string, not {name!r}")
         self.name = name
@@ -54,9 +60,11 @@ class GroupQueue(ConnectionOwner):
             self.ordering_max_batch_size = opt.in_memory(ordering_max_wait_multiplier,
                                                          ordering_grace_period_decay,
                                                          ordering_max_batch_size)
+        batching = _batch.settings(auto_batch)
         check_queue(connection, "groupmq", name)    # on a cluster: one hash tag, one slot
         self._use_connection(connection)
         self.scripts = Scripts(self.client)
+        self._batcher = None if batching is None else _batch.AddBatcher(self, *batching)
 
     # -- running scripts ---------------------------------------------------------------
 
@@ -74,6 +82,12 @@ class GroupQueue(ConnectionOwner):
 
     def key(self, *parts: str) -> str:
         return ":".join((self.ns,) + parts)
+
+    @property
+    def staging_ms(self) -> int:
+        """How long an added job is staged after its ``order_ms`` (ms; ordering
+        "scheduler" only, else 0)."""
+        return self.ordering_window_ms if self.ordering == "scheduler" else 0
 
     # -- adding ------------------------------------------------------------------------
 
@@ -96,10 +110,12 @@ class GroupQueue(ConnectionOwner):
                                            "job_id")
             return _repeat.add(self, gid, data, data_text, order, attempts, opt.repeat(repeat))
         until = opt.delay_until(delay, run_at)
-        ordering_ms = self.ordering_window_ms if self.ordering == "scheduler" else 0
-        reply = self.run_script("enqueue", gid, data_text, attempts, order, until,
-                                jid or str(uuid.uuid4()), self.keep_completed, now_ms(),
-                                ordering_ms)
+        job = (gid, data_text, attempts, order, until, jid or str(uuid.uuid4()), now_ms())
+        if self._batcher is not None:
+            reply = self._batcher.add(job)
+        else:
+            reply = self.run_script("enqueue", *job[:6], self.keep_completed, job[6],
+                                    self.staging_ms)
         return GroupJob(id=reply[0], group_id=reply[1], data=loads(reply[2]),
                         attempts_made=int(reply[3] or 0), max_attempts=int(reply[4] or 1),
                         timestamp=int(reply[5] or 0), order_ms=int(reply[6] or 0),
@@ -168,6 +184,18 @@ class GroupQueue(ConnectionOwner):
             pipe.hgetall(self.key("job", jid))
         return [GroupJob.from_hash(jid, raw, status, self)
                 for jid, raw in zip(ids, pipe.execute()) if raw]
+
+    def get_jobs_by_status(self, statuses: Sequence[str], start: int = 0,
+                           end: int = -1) -> List[GroupJob]:
+        """GroupMQ's ``getJobsByStatus``: the jobs at positions ``start`` to ``end``
+        (inclusive, 0-based; -1: to the end) of one list of the ``statuses`` asked for
+        (``active``, ``delayed``, ``completed``, ``failed``, ``waiting``). The list is
+        GroupMQ's, in that order whatever the order asked: active by deadline, delayed
+        soonest due first, completed and failed newest first, then waiting group by
+        group, each in its order; a job appears once (a delayed job held in its group
+        as delayed). Unlike GroupMQ's, which reads at most 500 ids per state and 100
+        groups (so later pages come back empty there), every page is served."""
+        return _listing.jobs_by_status(self, statuses, start, end)
 
     def get_active_count(self) -> int:
         return int(self.client.zcard(self.key("processing")))
@@ -308,6 +336,53 @@ class GroupQueue(ConnectionOwner):
 
     def is_paused(self) -> bool:
         return bool(self.client.exists(self.key("paused")))
+
+    # -- processing by hand (GroupMQ's low-level calls) ---------------------------------
+
+    def reserve(self) -> Optional[GroupJob]:
+        """Take the next job of the free group whose head sorts first (GroupMQ's
+        ``reserve``): it becomes active, its group busy, for ``job_timeout`` seconds
+        (extend it with ``heartbeat``); end it with ``complete`` or ``dead_letter``.
+        ``None`` when no job can be taken (or the queue is paused). A job whose
+        deadline passes before that is recovered by a worker's stalled check."""
+        jobs = _manual.reserve_by_hand(self, 1)
+        return jobs[0] if jobs else None
+
+    def reserve_batch(self, max_batch: int = 16) -> List[GroupJob]:
+        """Take up to ``max_batch`` jobs at once, one per free group (GroupMQ's
+        ``reserveBatch``, default 16); each as ``reserve`` takes one."""
+        return _manual.reserve_by_hand(self, opt.positive_int(max_batch, "max_batch"))
+
+    def complete(self, job: GroupJob, result: Any = None) -> bool:
+        """Complete a job taken with ``reserve``/``reserve_batch`` (GroupMQ's
+        ``completeWithMetadata``): ``result`` (JSON) is its ``returnvalue`` (kept when
+        ``keep_completed``), its group's next job may run. ``False`` when the job was no
+        longer held by that reservation (recovered after its deadline, removed or
+        finished): nothing is written then."""
+        return _manual.complete(self, _manual.held(job, self), result)
+
+    def heartbeat(self, job: GroupJob, extend: Optional[Seconds] = None) -> bool:
+        """Hold a reserved job ``extend`` seconds from now (default: ``job_timeout``),
+        as GroupMQ's ``heartbeat``. ``False`` when it is no longer held."""
+        return _manual.heartbeat(self, _manual.held(job, self), extend)
+
+    def dead_letter(self, job: GroupJob, error: Any = None) -> bool:
+        """Fail a reserved job for good, whatever attempts it has left (GroupMQ's
+        ``deadLetter`` with the worker's ``recordFinalFailure``): it leaves its group
+        and ``error`` (an exception, or a message; default "dead-lettered") becomes its
+        ``failed_reason``; kept in failed when ``keep_failed``, else deleted. Its
+        group's next job may run. ``False`` when it is no longer held. (A job that is
+        not reserved is dropped with ``remove``.)"""
+        return _manual.dead_letter(self, _manual.held(job, self), error)
+
+    def cleanup(self, max_stalled_count: int = 1) -> int:
+        """GroupMQ's ``cleanup`` (what workers run every ``cleanup_interval``): unless a
+        worker, Node's or ours, ran one in the last 60 s, recover every job whose
+        deadline passed (counted as a stall: found stalled more than
+        ``max_stalled_count`` times, it fails) and put back in ready every group left
+        out of it. Returns how many jobs were recovered or failed."""
+        stalled = opt.count(max_stalled_count, "max_stalled_count")
+        return len(_housekeeping.cleanup(self, stalled))
 
     # -- the scheduler's work (the workers run it; callable by hand) -------------------
 

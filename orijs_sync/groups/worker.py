@@ -6,9 +6,10 @@ nothing can be taken, so an idle worker never polls), ``concurrency`` handler
 threads, a finisher writing many completions per script call (each taking its
 group's next job for the same slot in that call), a heartbeat extending the
 deadlines of the jobs held, a stalled checker recovering jobs whose worker died
-and groups left out of ready, and a scheduler promoting delayed and staged jobs
-and adding repeating jobs' runs. With ordering "in-memory" a handler thread first
-waits out GroupMQ's grace collection for its job's group (``_ordering``).
+and groups left out of ready, a scheduler promoting delayed and staged jobs
+and adding repeating jobs' runs, and (``enable_cleanup``) GroupMQ's cleanup pass.
+With ordering "in-memory" a handler thread first waits out GroupMQ's grace
+collection for its job's group (``_ordering``).
 """
 from __future__ import annotations
 
@@ -16,16 +17,17 @@ import logging
 import queue as queue_module
 import threading
 import time
-import traceback
 import uuid
 from typing import Any, Callable, Dict, List, Optional
 
 from ..base import fork
 from ..base.roles import Periodic, Role, run_until_signalled
-from ..base.util import Counter, Seconds, dumps, now_ms, well_formed
+from ..base.util import Counter, Seconds, dumps, now_ms
 from ..engine.job_log import job_extra, log_completed, log_failure
 from ..engine.locks import write_through_blip
+from . import _housekeeping, _manual
 from . import _options as opt
+from . import _worker_options as wopt
 from ._fetch import Fetcher, Slots
 from ._finish import Finisher
 from ._ordering import GraceCollector
@@ -47,13 +49,27 @@ class GroupWorker:
 
     ``backoff``: ``None`` (GroupMQ's default, 0.5 s doubling up to 30 s), seconds, or
     a function of the attempt number returning seconds. ``stalled_interval`` is how
-    often (seconds) jobs whose deadline passed are recovered; a job found stalled more
-    than ``max_stalled_count`` times fails."""
+    often (seconds) jobs whose deadline is ``stalled_grace_period`` past are recovered;
+    a job found stalled more than ``max_stalled_count`` times fails.
 
-    def __init__(self, queue: GroupQueue, handler: Handler, *, concurrency: int = 8,
+    ``concurrency`` (default 1, GroupMQ's): jobs run at once, each of another group.
+    GroupMQ's worker options, in seconds: ``name`` (metrics and logs; the queue's name
+    by default), ``heartbeat`` (``heartbeatMs``: how often the held jobs' deadlines are
+    extended; default a third of ``job_timeout``, at most 10 s; shorter than
+    ``job_timeout``), ``on_error(exc, job)`` (``onError``: called with the job when its
+    handler raised, with ``None`` for a worker error, the ``error`` event's),
+    ``max_attempts`` (``maxAttempts``: no job runs more often than that, nor more than
+    its own ``max_attempts``), ``enable_cleanup``/``cleanup_interval`` (GroupMQ's
+    cleanup pass every 60 s by default, see ``GroupQueue.cleanup``)."""
+
+    def __init__(self, queue: GroupQueue, handler: Handler, *, concurrency: int = 1,
                  backoff: Any = None, stalled_interval: Seconds = 30,
                  max_stalled_count: int = 1, block_timeout: Seconds = 5,
-                 scheduler_interval: Optional[Seconds] = None) -> None:
+                 scheduler_interval: Optional[Seconds] = None, name: Optional[str] = None,
+                 heartbeat: Optional[Seconds] = None,
+                 on_error: Optional[wopt.OnError] = None, max_attempts: Optional[int] = None,
+                 stalled_grace_period: Seconds = 0, enable_cleanup: bool = True,
+                 cleanup_interval: Seconds = wopt.DEFAULT_CLEANUP_INTERVAL) -> None:
         if not isinstance(queue, GroupQueue):
             raise opt.GroupOptionError(f"queue must be a GroupQueue, not {type(queue).__name__}")
         if not callable(handler):
@@ -69,7 +85,12 @@ class GroupWorker:
         default_tick = min(1.0, window / 4) if queue.ordering == "scheduler" else 1.0
         self.scheduler_interval = self._seconds(scheduler_interval or default_tick,
                                                 "scheduler_interval")
-        self.heartbeat_interval = min(queue.job_timeout_ms / 3000.0, 10.0)
+        self.settings = wopt.settings(
+            queue, name=name, heartbeat=heartbeat, on_error=on_error,
+            max_attempts=max_attempts, stalled_grace_period=stalled_grace_period,
+            enable_cleanup=enable_cleanup, cleanup_interval=cleanup_interval)
+        self.name = self.settings.name
+        self.heartbeat_interval = self.settings.heartbeat
         self._listeners: Dict[str, List[Callable[..., None]]] = {name: [] for name in EVENTS}
         self._state = "new"
         self._last_pickup = 0                    # epoch ms of the last job taken
@@ -158,6 +179,8 @@ class GroupWorker:
             raise opt.GroupOptionError(f"unknown event {event!r}; one of {EVENTS}")
 
     def _emit(self, event: str, *args: Any) -> None:
+        if event == "error":
+            self.settings.report(args[0])
         with self._lock:
             listeners = list(self._listeners[event])
         for fn in listeners:
@@ -190,6 +213,9 @@ class GroupWorker:
             Periodic(self._roles_stop, "group-scheduler", self.scheduler_interval,
                      self._run_scheduler),
         ]
+        if self.settings.cleanup_interval is not None:
+            self._roles.append(Periodic(self._roles_stop, "group-cleanup",
+                                        self.settings.cleanup_interval, self._cleanup))
         for role in [self._fetcher] + self._roles:
             role.on_error = lambda exc: self._emit("error", exc)  # type: ignore[method-assign]
             role.probe = self.queue.connection.ping   # resume at once after an outage
@@ -315,7 +341,7 @@ class GroupWorker:
                    for item in self.get_current_jobs()]
         with self._lock:
             picked, total, held = self._last_pickup, self._processed, len(self._held)
-        return {"name": self.queue.name, "total_jobs_processed": total,
+        return {"name": self.name, "total_jobs_processed": total,
                 "last_job_pickup_time": picked / 1000.0 if picked else None,
                 "time_since_last_job": (now - picked) / 1000.0 if picked else None,
                 "is_processing": held > 0, "jobs_in_progress_count": held,
@@ -401,23 +427,22 @@ class GroupWorker:
         self._jobs.put(job)
 
     def _fail(self, job: GroupJob, exc: BaseException, started: int) -> None:
+        self.settings.report(exc, job)
         q = self.queue
-        now = now_ms()
         backoff_ms = opt.retry_delay_ms(self._backoff(job.attempts_made + 1))
-        stack = well_formed("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-        reason = well_formed(str(exc))      # written as it is: as Node's UTF-8 encoding does
+        fields = _manual.error_fields(exc)     # as written: as Node's UTF-8 encoding does
         try:       # retried through a blip while the heartbeat keeps the job
             reply = write_through_blip(
-                lambda: q.run_script("fail", job.id, job.group_id, job.token, now, backoff_ms,
-                                     q.keep_failed, reason, type(exc).__name__, stack,
-                                     started), q.job_timeout_ms / 1000.0)
+                lambda: _manual.fail(q, job, fields, backoff_ms=backoff_ms, started=started,
+                                     attempts_cap=self.settings.max_attempts or 0),
+                q.job_timeout_ms / 1000.0)
         finally:
             self._forget(job)
         if not reply[0]:
             log.warning("group job %s failed after it stopped being ours", job.id)
             return
         job.status = "failed" if reply[0] == "failed" else "delayed" if backoff_ms else "waiting"
-        job.attempts_made, job.failed_reason, job.stacktrace = int(reply[1]), reason, stack
+        job.attempts_made, job.failed_reason, job.stacktrace = int(reply[1]), fields[0], fields[2]
         log_failure(GROUP_LOG, self._log_extra(job, job.attempts_made), exc,
                     attempts=job.max_attempts,
                     retry_in_ms=None if job.status == "failed" else backoff_ms)
@@ -458,8 +483,15 @@ class GroupWorker:
         ready (a cursor over the groups set, one slice per interval)."""
         cursor, _ = self.queue.run_script("recover_groups", self._groups_cursor, 200)
         self._groups_cursor = str(cursor)
-        reply = self.queue.run_script("stalled", now_ms(), 0, self.max_stalled_count, 100)
-        for i in range(0, len(reply), 3):
-            job_id, group_id, action = reply[i:i + 3]
+        self._stalled(_housekeeping.recover_stalled(self.queue, self.settings.stalled_grace_ms,
+                                                    self.max_stalled_count))
+
+    def _cleanup(self) -> None:
+        """GroupMQ's cleanup pass (at most one a minute across Node and Python)."""
+        self._stalled(_housekeeping.cleanup(self.queue, self.max_stalled_count,
+                                            self.settings.stalled_grace_ms))
+
+    def _stalled(self, found: List[_housekeeping.Stalled]) -> None:
+        for job_id, group_id, action in found:
             log.warning("group job %s of group %s stalled: %s", job_id, group_id, action)
             self._emit("stalled", job_id, group_id)

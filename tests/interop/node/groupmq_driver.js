@@ -11,10 +11,18 @@
  * queueOpts (extra GroupMQ Queue options: jobTimeoutMs, maxAttempts, keepCompleted...).
  *
  * Commands:
- *   add    {jobs: [{groupId, data, orderMs?, jobId?, maxAttempts?, delay?}]} -> [job.toJSON()]
+ *   add    {jobs: [{groupId, data, orderMs?, jobId?, maxAttempts?, delay?}], together?}
+ *          -> [job.toJSON()]   (together: every add at once, for queueOpts.autoBatch)
  *   getJob {id}                                                     -> job.toJSON() | null
  *   counts {}                                                       -> queue.getJobCounts()
  *   clean  {status, graceMs?, limit?}              -> queue.clean(graceMs, limit, status)
+ *   reserve {batch?}        -> [ReservedJob] (queue.reserve(), or reserveBatch(batch))
+ *   heartbeat {id, groupId, extendMs?}            -> queue.heartbeat(job, extendMs)
+ *   complete {job: ReservedJob, result}           -> queue.completeWithMetadata(...)
+ *   deadLetter {job: ReservedJob, message}        -> recordFinalFailure, then deadLetter
+ *                                                    (as GroupMQ's worker does)
+ *   jobsByStatus {statuses, start?, end?}  -> [job.toJSON()] (queue.getJobsByStatus)
+ *   cleanup {}                                     -> queue.cleanup()
  *   work   {concurrency, log?, sleepMs?, readyFile?, until: "empty" | number,
  *           workerOpts?}
  *          Runs a Worker. Its handler RPUSHes "start|id|group|n|node" and "end|..." to the
@@ -53,13 +61,57 @@ function makeQueue(args) {
 
 async function add(args) {
   const queue = makeQueue(args);
-  const out = [];
-  for (const job of args.jobs) {
-    out.push((await queue.add(job)).toJSON());
+  let out = [];
+  if (args.together) {
+    out = (await Promise.all(args.jobs.map((job) => queue.add(job)))).map((j) => j.toJSON());
+  } else {
+    for (const job of args.jobs) {
+      out.push((await queue.add(job)).toJSON());
+    }
   }
   await queue.close();
   return out;
 }
+
+async function withQueue(args, fn) {
+  const queue = makeQueue(args);
+  try {
+    return await fn(queue);
+  } finally {
+    await queue.close();
+  }
+}
+
+const reserve = (args) => withQueue(args, async (queue) => {
+  if (args.batch) return queue.reserveBatch(args.batch);
+  const job = await queue.reserve();
+  return job ? [job] : [];
+});
+
+const heartbeat = (args) => withQueue(args, (queue) =>
+  queue.heartbeat({ id: args.id, groupId: args.groupId }, args.extendMs));
+
+const complete = (args) => withQueue(args, async (queue) => {
+  const now = Date.now();
+  await queue.completeWithMetadata(args.job, args.result, {
+    processedOn: now, finishedOn: now, attempts: args.job.attempts,
+    maxAttempts: args.job.maxAttempts });
+  return true;
+});
+
+const deadLetter = (args) => withQueue(args, async (queue) => {
+  const now = Date.now();
+  const err = new Error(args.message);
+  await queue.recordFinalFailure(args.job, { name: err.name, message: err.message, stack: err.stack },
+    { processedOn: now, finishedOn: now, attempts: args.job.attempts + 1,
+      maxAttempts: args.job.maxAttempts, data: args.job.data });
+  return queue.deadLetter(args.job.id, args.job.groupId);
+});
+
+const jobsByStatus = (args) => withQueue(args, async (queue) =>
+  (await queue.getJobsByStatus(args.statuses, args.start, args.end)).map((j) => j.toJSON()));
+
+const cleanup = (args) => withQueue(args, (queue) => queue.cleanup());
 
 async function getJob(args) {
   const queue = makeQueue(args);
@@ -130,7 +182,8 @@ async function clean(args) {
   }
 }
 
-const COMMANDS = { add, getJob, counts, clean, work };
+const COMMANDS = { add, getJob, counts, clean, work, reserve, heartbeat, complete, deadLetter,
+                   jobsByStatus, cleanup };
 
 async function main() {
   const [command, raw] = process.argv.slice(2);
