@@ -150,13 +150,13 @@ def test_a_wrong_token_writes_nothing(manual, queue, r):
 
 
 def test_the_lock_is_not_renewed_but_extend_lock_renews_it(redis_url, qname, queue, r):
-    with Worker(qname, None, connection=redis_url, lock_duration=0.4) as manual:
+    with Worker(qname, None, connection=redis_url, lock_duration=1.0) as manual:
         first, second = queue.add("a", {}), queue.add("b", {})
         job = manual.get_next_job("t")
         kept = manual.get_next_job("u")
         for _ in range(4):
-            time.sleep(0.2)
-            assert kept.extend_lock("u", 0.4) is True
+            time.sleep(0.35)
+            assert kept.extend_lock("u", 1.0) is True
         assert not r.exists(queue.keys.lock(first.id))        # expired: never renewed
         assert r.get(queue.keys.lock(second.id)) == "u"
         with pytest.raises(errors.LockLost):

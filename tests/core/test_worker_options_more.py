@@ -90,20 +90,21 @@ def test_skip_lock_renewal_lets_the_lock_expire(queue, redis_url, qname, r):
 
 
 def test_locks_are_renewed_by_default(queue, redis_url, qname, r):
-    added, ttls, errors_seen = _run_blocked(queue, {"lock_duration": 0.5}, redis_url, qname,
-                                            r, 1.0)
+    added, ttls, errors_seen = _run_blocked(queue, {"lock_duration": 1.0}, redis_url, qname,
+                                            r, 1.5)
     assert min(ttls) > 0 and errors_seen == []
     assert queue.get_job_state(added.id) == "completed"
 
 
 def test_lock_renew_time_paces_the_renewals(queue, redis_url, qname, r):
-    # renewed every half of lock_renew_time (0.2 s): the 10 s lock never drops below 9.6 s;
-    # with the default (every 2.5 s) it would fall to 8.5 s within 1.5 s
-    _, ttls, _ = _run_blocked(queue, {"lock_duration": 10, "lock_renew_time": 0.4},
-                              redis_url, qname, r, 1.5)
-    assert min(ttls) > 9_600
-    _, ttls, _ = _run_blocked(queue, {"lock_duration": 10}, redis_url, qname, r, 1.5)
-    assert min(ttls) < 9_000
+    # renewed every half of lock_renew_time (0.2 s): the 6 s lock stays near 6 s (0.6 s of
+    # slack for a loaded machine); with the default (every 1.5 s) it falls to about 4.5 s
+    # before each renewal, and a 2 s look sees one
+    _, ttls, _ = _run_blocked(queue, {"lock_duration": 6, "lock_renew_time": 0.4},
+                              redis_url, qname, r, 2.0)
+    assert min(ttls) > 5_200
+    _, ttls, _ = _run_blocked(queue, {"lock_duration": 6}, redis_url, qname, r, 2.0)
+    assert min(ttls) < 5_000
 
 
 def _rate_limited_with_a_delayed_job(queue, redis_url, qname, r, **kwargs):
