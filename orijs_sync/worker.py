@@ -47,7 +47,6 @@ log = logging.getLogger(__name__)
 Processor = Callable[[Job], Any]
 MAX_BLOCK = 3600.0   # longest block on the marker key
 _handling = threading.local()    # .worker: the Worker whose handler this thread runs
-__all__ = ["LISTENER_EVENTS", "Worker"]
 
 
 class Worker(RunMixin, EventsMixin, ManualMixin, CancelMixin):
