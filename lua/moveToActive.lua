@@ -4,9 +4,10 @@
   KEYS[1] wait   KEYS[2] active   KEYS[3] marker
   ARGV[1] queue key base
   ARGV[2] timestamp (ms)
-  ARGV[3] JSON {tokenBase, tokenStart (the jobs' lock tokens: see tokenAt),
-          lockDuration, limiter = {max, duration}?, name?, children? (also return
-          each job's processed children)}
+  ARGV[3] JSON {tokenBase, tokenStart (the jobs' lock tokens: see tokenAt) or
+          fixedToken (the caller's own token, for one job), lockDuration,
+          limiter = {max, duration}?, name?, children? (also return each job's
+          processed children)}
   ARGV[4] how many jobs at most
   Returns {jobs, rateLimitTtl, nextDelayedTimestamp}; jobs is a list of
   {fields, jobId, token, children} (children: the processed hash as a flat

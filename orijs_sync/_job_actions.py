@@ -60,17 +60,21 @@ class JobActionsMixin:
                                       [self.queue.keys.base, self.id, priority])
         self._raise_for(code, "change the priority of")
 
-    def move_to_delayed(self, timestamp: float) -> None:
-        """From inside its handler: park the job until ``timestamp`` (seconds since the
-        epoch, as ``time.time()``) without counting an attempt. Then raise
-        ``errors.DelayedError`` or return: the worker leaves the job delayed."""
+    def move_to_delayed(self, timestamp: float, token: Optional[str] = None) -> None:
+        """Park the active job until ``timestamp`` (seconds since the epoch, as
+        ``time.time()``) without counting an attempt (BullMQ's ``job.moveToDelayed``).
+        From inside its handler (``token`` defaults to the job's), then raise
+        ``errors.DelayedError`` or return: the worker leaves the job delayed. A manually
+        taken job gives the ``token`` it was taken with."""
         check.number(timestamp, "timestamp", minimum=0, maximum=check.MAX_INT / 1000)
-        if self.token is None:
-            raise errors.InvalidStateError("move_to_delayed() is for a job inside its handler")
+        token = self.token if token is None else check.string(token, "token")
+        if token is None:
+            raise errors.InvalidStateError("move_to_delayed() is for a job inside its handler, "
+                                           "or one taken with a token (give it)")
         k = self.queue.keys
         code = self.queue.scripts.run(
             "moveToDelayed", [k.job(self.id), k.active, k.events, k.stalled, k.meta],
-            [k.base, self.id, now_ms(), self.token, int(timestamp * 1000), "1", dumps([])])
+            [k.base, self.id, now_ms(), token, int(timestamp * 1000), "1", dumps([])])
         if isinstance(code, int) and code < 0:
             raise errors.LockLost(f"cannot move job {self.id} to delayed (code {code})")
         self._moved = True

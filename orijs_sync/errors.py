@@ -120,6 +120,16 @@ class WaitingChildrenError(Exception):
     """Raised after ``job.move_to_waiting_children()`` moved the job."""
 
 
+class JobCancelled(OrijsError):
+    """Raised by ``job.cancellation.raise_if_set()`` once ``Worker.cancel_job`` cancelled
+    the job: a handler error like any other (the attempt fails, retried while attempts
+    are left). ``reason`` is the reason given to the cancel, or None."""
+
+    def __init__(self, reason: Optional[str] = None) -> None:
+        super().__init__(reason or "the job was cancelled")
+        self.reason = reason
+
+
 class ChildError(OrijsError):
     """In process mode, a handler's exception that could not come back from its child
     process as itself (it does not pickle): ``type_name`` names its class; ``str()`` is

@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Protocol, 
 from . import errors, options
 from ._job_actions import JobActionsMixin
 from ._job_flow import FlowJobMixin
+from ._job_manual import ManualJobMixin
 from .base import validate as check
 from .base.util import dumps, loads, now_ms, stored_int
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .base.cancellation import Cancellation
     from .keys import QueueKeys
     from .queue_events import QueueEvents
     from .store.scripts import Scripts
@@ -50,7 +52,7 @@ def _json_field(fields: Mapping[str, str], name: str, default: Any, problems: Li
         return text
 
 
-class Job(JobActionsMixin, FlowJobMixin):
+class Job(JobActionsMixin, FlowJobMixin, ManualJobMixin):
     """A job as stored in Redis. Created by ``Queue.add``/``get_job`` and by workers."""
 
     def __init__(self, queue: "QueueLike", job_id: str, name: str, data: Any,
@@ -96,6 +98,9 @@ class Job(JobActionsMixin, FlowJobMixin):
         self._worker: Any = None
         self._moved = False  # the handler moved the job itself (delayed, waiting-children)
         self._finishing = False  # its outcome is being written (its lock is going away)
+        self._discarded = False  # job.discard(): a failure is not retried
+        self._handler_done = False  # its worker's handler returned (or raised)
+        self._cancel: Optional["Cancellation"] = None    # made by .cancellation
         self._lock_until = float("inf")  # time.monotonic() when its lock runs out, unrenewed
         # A taken job's hash as the script returned it (flat), decoded by _read_taken()
         # on the thread that runs it, not on the one that took it
@@ -216,9 +221,9 @@ class Job(JobActionsMixin, FlowJobMixin):
         if not fields:
             raise errors.JobNotFound(f"job {self.id} of queue {self.queue.name} no longer exists")
         fresh = Job.from_hash(self.queue, self.id, fields)
-        token, worker = self.token, self._worker
+        kept = {name: self.__dict__[name] for name in ("token", "_worker", "_discarded", "_cancel")}
         self.__dict__.update(fresh.__dict__)
-        self.token, self._worker = token, worker
+        self.__dict__.update(kept)
         return self
 
     def get_state(self) -> str:
@@ -239,6 +244,8 @@ class Job(JobActionsMixin, FlowJobMixin):
         if code == -1:
             raise errors.JobNotFound(f"job {self.id} not found")
         self.progress = progress
+        if self._worker is not None:          # a worker's job: its "progress" listeners
+            self._worker._emit("progress", self, progress)
 
     def log(self, line: str) -> int:
         """Append ``line`` to the job's log (BullMQ's ``job.log``); returns the log's length."""

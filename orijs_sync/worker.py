@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 from . import errors
 from . import options as job_options
 from ._processes import child_pool, describe, process_options
+from ._worker_cancel import CancelMixin
+from ._worker_events import LISTENER_EVENTS, EventsMixin
+from ._worker_manual import ManualMixin, ManualTaker, no_processor
+from ._worker_options import limiter_option, lock_and_start_options, positive_ms
 from ._worker_run import RunMixin
 from .base import fork
 from .base import validate as check
@@ -43,10 +47,9 @@ log = logging.getLogger(__name__)
 Processor = Callable[[Job], Any]
 MAX_BLOCK = 3600.0   # longest block on the marker key
 _handling = threading.local()    # .worker: the Worker whose handler this thread runs
-LISTENER_EVENTS = ("active", "completed", "failed", "error", "stalled", "drained", "closed")
 
 
-class Worker(RunMixin):
+class Worker(RunMixin, EventsMixin, ManualMixin, CancelMixin):
     """Processes jobs of one queue with ``concurrency`` threads.
 
     ``processor(job)`` returns a JSON-able value (the job's ``returnvalue``) or
@@ -61,9 +64,17 @@ class Worker(RunMixin):
     function, or a mapping of those; ``concurrency`` defaults to ``N``; ``job_timeout``
     (seconds) kills and fails a job that runs longer; ``max_jobs_per_process`` replaces a
     child after that many jobs. See docs/processes.md.
+
+    ``processor=None``: manual processing, ``get_next_job(token)``. BullMQ's options
+    ``max_started_attempts`` (a job started more often fails at once), ``skip_lock_renewal``,
+    ``lock_renew_time`` (locks renewed every half of it; default ``lock_duration / 2``)
+    and ``maximum_rate_limit_delay`` (the longest wait while rate limited), durations in
+    seconds. Running jobs can be cancelled (``cancel_job``), cooperatively: see
+    ``job.cancellation``. All in docs/manual.md.
     """
 
-    def __init__(self, name: str, processor: ProcessorLike, connection: ConnectionLike = None, *,
+    def __init__(self, name: str, processor: Optional[ProcessorLike],
+                 connection: ConnectionLike = None, *,
                  concurrency: Optional[int] = None, prefix: str = "bull", lock_duration: Seconds = 30.0,
                  stalled_interval: Seconds = 30.0, max_stalled_count: int = 1,
                  drain_delay: Seconds = 5.0, limiter: Optional[Mapping[str, Any]] = None,
@@ -74,15 +85,28 @@ class Worker(RunMixin):
                  metrics: Optional[Mapping[str, Any]] = None,
                  group: Optional["WorkerGroup"] = None, processes: Optional[int] = None,
                  job_timeout: Optional[Seconds] = None,
-                 max_jobs_per_process: Optional[int] = None) -> None:
-        self.processor = as_processor(processor)
+                 max_jobs_per_process: Optional[int] = None,
+                 max_started_attempts: Optional[int] = None, skip_lock_renewal: bool = False,
+                 lock_renew_time: Optional[Seconds] = None,
+                 maximum_rate_limit_delay: Seconds = 30.0) -> None:
+        self.processor = no_processor if processor is None else as_processor(processor)
+        if processor is None and (processes is not None or group is not None
+                                  or check.boolean(autorun, "autorun")):
+            check.bad_value("processor", processor, "is needed with processes=, group= and "
+                            "autorun=True (a worker without one is processed manually)")
         self.keys = QueueKeys(prefix, name)
         self.name = name
         self.concurrency, self.process_options = process_options(
             processes, concurrency, job_timeout, max_jobs_per_process)
         self.max_stalled_count = check.integer(max_stalled_count, "max_stalled_count", minimum=0)
-        self.lock_duration_ms = self._positive_ms(lock_duration, "lock_duration")
-        self.stalled_interval = self._positive_ms(stalled_interval, "stalled_interval") / 1000.0
+        self.lock_duration_ms = positive_ms(lock_duration, "lock_duration")
+        self.stalled_interval = positive_ms(stalled_interval, "stalled_interval") / 1000.0
+        more = lock_and_start_options(self.lock_duration_ms, max_started_attempts,
+                                      skip_lock_renewal, lock_renew_time, maximum_rate_limit_delay)
+        self.max_started_attempts, self.skip_lock_renewal = more.max_started_attempts, \
+            more.skip_lock_renewal
+        self.lock_renew_time = more.lock_renew_time
+        self.maximum_rate_limit_delay = more.maximum_rate_limit_delay
         self.drain_delay = float(check.seconds(drain_delay, "drain_delay", allow_none=False,
                                                maximum=MAX_BLOCK))
         self.max_reconnect_delay = float(check.seconds(max_reconnect_delay, "max_reconnect_delay",
@@ -90,7 +114,7 @@ class Worker(RunMixin):
         if self.max_reconnect_delay <= 0:
             check.bad_value("max_reconnect_delay", max_reconnect_delay, "must be > 0 seconds")
         self.lock_retry_interval = lock_retry_interval(self.lock_duration_ms / 1000.0)
-        self.limiter = self._limiter(limiter)
+        self.limiter = limiter_option(limiter)
         self.remove_on_complete = job_options.encode(
             {"remove_on_complete": remove_on_complete}).get("removeOnComplete")
         self.remove_on_fail = job_options.encode(
@@ -134,6 +158,7 @@ class Worker(RunMixin):
         self._forked_from: Optional[int] = None
         fork.track(self)
         self._closer: Optional[threading.Thread] = None    # close() called from a handler
+        self._manual = ManualTaker(self)
         if autorun:
             self.start()
 
@@ -153,50 +178,21 @@ class Worker(RunMixin):
         self._engine = None
         self._renewer = LockRenewer(self)
         self._children = None       # the parent's child processes stay the parent's
+        self._manual = ManualTaker(self)
         if self._state in ("running", "closing"):
             self._state = "forked"
             self._forked_from = os.getppid()
-
-    @staticmethod
-    def _positive_ms(value: Seconds, arg: str) -> int:
-        ms = int(check.seconds(value, arg, allow_none=False) * 1000)
-        if ms < 1:
-            check.bad_value(arg, value, "must be at least 1 ms")
-        return ms
-
-    @staticmethod
-    def _limiter(limiter: Optional[Mapping[str, Any]]) -> Optional[Dict[str, int]]:
-        if limiter is None:
-            return None
-        limiter = check.mapping(limiter, "limiter")
-        check.known_keys(limiter, ("max", "duration"), "limiter")
-        if "max" not in limiter or "duration" not in limiter:
-            check.bad_value("limiter", limiter, "must be {'max': n, 'duration': seconds}")
-        maximum = check.integer(limiter["max"], "limiter.max", minimum=1)
-        return {"max": maximum,
-                "duration": Worker._positive_ms(limiter["duration"], "limiter.duration")}
-
-    # -- listeners ---------------------------------------------------------
-    def on(self, event: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """Local listener: active(job), completed(job, result), failed(job, exc),
-        error(exc), stalled(job_id), drained(), closed()."""
-        check.one_of(event, LISTENER_EVENTS, "event", "worker event")
-        check.function(fn, "fn")
-        self._listeners[event].append(fn)
-        return fn
-
-    def _emit(self, event: str, *args: Any) -> None:
-        for fn in list(self._listeners[event]):
-            try:
-                fn(*args)
-            except Exception:  # noqa: BLE001 - a listener must not break the worker
-                log.exception("worker %s listener for %r failed", self.name, event)
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> "Worker":
         """Start the background threads and return; jobs are processed until close().
         Atomic: when Redis does not answer, ``errors.ConnectionError`` is raised and the
-        worker is left as it was, startable (``run()`` waits for Redis instead)."""
+        worker is left as it was, startable (``run()`` waits for Redis instead). Emits
+        ``ready``. A worker made without a processor does not start: see get_next_job."""
+        if self.processor is no_processor:
+            raise errors.InvalidStateError(
+                f"worker {self.name!r} has no processor (processor=None): it never fetches by "
+                f"itself; take jobs with get_next_job(token)")
         self._check_startable()
         self.connection.ping()
         with self._cv:
@@ -213,6 +209,7 @@ class Worker(RunMixin):
         log.info("worker for queue %s started: %s, Redis %s", self.name,
                  describe(self.concurrency, self.process_options), self.connection.address,
                  extra={"queue": self.name, "worker": self.id})
+        self._emit("ready")
         return self
 
     def _start_children(self) -> None:
@@ -293,7 +290,9 @@ class Worker(RunMixin):
             return True
         if state == "closing":
             return self._wait_closed(timeout)
+        self._emit("closing", "closing queue")
         self._shutdown_requested.set()
+        self._close_manual(timeout)
         deadline = deadline_of(timeout)
         engine = self._engine
         if engine is not None:
@@ -332,7 +331,7 @@ class Worker(RunMixin):
             return self._cv.wait_for(lambda: self._state == "closed", timeout)
 
     def __enter__(self) -> "Worker":
-        if self._state == "new":
+        if self._state == "new" and self.processor is not no_processor:   # manual: no start
             self.start()
         return self
 
@@ -350,16 +349,21 @@ class Worker(RunMixin):
         check.boolean(wait, "wait")
         timeout = wait_timeout(timeout)
         with self._cv:
-            self._paused = True
+            was, self._paused = self._paused, True
         self._tell_engine(by_redis=False)     # a pause does not wait on Redis
         if wait:
             self._wait_idle(timeout)
+        if not was:
+            self._emit("paused")
 
     def resume(self) -> None:
+        """Take jobs again after ``pause()`` (emits ``resumed`` when it was paused)."""
         with self._cv:
-            self._paused = False
+            was, self._paused = self._paused, False
             self._cv.notify_all()
         self._tell_engine()
+        if was:
+            self._emit("resumed")
 
     @property
     def is_paused(self) -> bool:
@@ -413,11 +417,13 @@ class Worker(RunMixin):
     def _move_to_active(self, count: int) -> "tuple[List[Job], int, int]":
         return self._fetch_reply(self._run_hot_script("moveToActive", *self._fetch_call(count)))
 
-    def _fetch_call(self, count: int) -> "tuple[List[str], List[Any]]":
-        """Keys and arguments of the moveToActive call taking up to ``count`` jobs."""
+    def _fetch_call(self, count: int,
+                    token: Optional[str] = None) -> "tuple[List[str], List[Any]]":
+        """Keys and arguments of the moveToActive call taking up to ``count`` jobs (with
+        ``token``: one, locked with it)."""
         k = self.keys
         return ([k.wait, k.active, k.marker],
-                [k.base, now_ms(), script_json(self._runner.fetch_opts(count)), count])
+                [k.base, now_ms(), script_json(self._runner.fetch_opts(count, token)), count])
 
     def _fetch_reply(self, reply: Any) -> "tuple[List[Job], int, int]":
         jobs_raw, ttl, next_delayed = reply
@@ -570,23 +576,6 @@ class Worker(RunMixin):
 
     def _fetch_next_allowed(self) -> bool:
         return self._state == "running" and not self._paused and not self._fetch_stop.is_set()
-
-    # -- stalled checks (lock renewal: _locks.LockRenewer; both run by the engine)
-    def _check_stalled(self) -> None:
-        self._stalled_done(self.scripts.run(*self._stalled_call()))
-
-    def _stalled_call(self) -> "tuple[str, List[str], List[Any]]":
-        """The stalled check to send (the engine's checker sends many in one pipeline)."""
-        k = self.keys
-        return ("moveStalledJobsToWait",
-                [k.stalled, k.wait, k.active, k.stalled_check, k.meta, k.paused, k.marker,
-                 k.events, k.repeat],
-                [self.max_stalled_count, k.base, now_ms(), int(self.stalled_interval * 1000)])
-
-    def _stalled_done(self, moved: List[str]) -> None:
-        for job_id in moved:
-            log.info("worker %s: job %s stalled and went back to wait", self.name, job_id)
-            self._emit("stalled", job_id)
 
     # -- rate limiting -----------------------------------------------------
     def rate_limit(self, seconds: Seconds) -> None:

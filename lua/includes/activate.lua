@@ -67,9 +67,10 @@ local function nothingLeft(qk)
 end
 
 -- The lock token of the i-th job a call takes: BullMQ's "{worker id}:{n}", n counted
--- by the worker from opts.tokenStart (it reserved as many as it asked for).
+-- by the worker from opts.tokenStart (it reserved as many as it asked for); or the
+-- caller's own token, opts.fixedToken (a manual take: Worker.get_next_job).
 local function tokenAt(opts, i)
-  return opts["tokenBase"] .. string.format("%d", opts["tokenStart"] + i - 1)
+  return opts["fixedToken"] or (opts["tokenBase"] .. string.format("%d", opts["tokenStart"] + i - 1))
 end
 
 local function popPrioritized(qk)

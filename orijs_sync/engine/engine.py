@@ -321,7 +321,8 @@ class Engine:
 
     def fetched(self, w: "Worker", full: bool, ttl: int, next_delayed: int) -> None:
         """After a fetch: one that took all the jobs it asked for (``full``) looks again
-        at once (there may be more); a rate limit after its ttl; else (it found the
+        at once (there may be more); a rate limit after its ttl (at most the worker's
+        ``maximum_rate_limit_delay``: a look promotes due delayed jobs); else (it found the
         queue empty, and its script cleared the base marker the takes left) the queue
         waits on its marker until its drain delay (rounded up to the
         next whole second, so that many queues look again in one pipelined call) or
@@ -334,8 +335,8 @@ class Engine:
             self._listen(w)          # its slots changed: waited on only while it has free ones
             fired = id(w) in self._fired
             self._fired.discard(id(w))
-            if full or fired or ttl > 0:
-                self._set_ready(w, now + ttl / 1000.0)
+            if full or fired or ttl > 0:     # rate limited: looks again within its bound
+                self._set_ready(w, now + min(ttl / 1000.0, w.maximum_rate_limit_delay))
                 return
             self._wait_for_marker(w, now, next_delayed)
 

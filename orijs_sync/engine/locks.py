@@ -1,11 +1,14 @@
 """A worker's lock renewer, paced by the lock rather than by a generic back-off.
 
 Healthy, it renews the locks of every active job (finishing ones included: their
-outcome may still be retrying through an outage) four times per lock duration.
+outcome may still be retrying through an outage) every half of the worker's
+``lock_renew_time`` (BullMQ's timer; by default half the lock duration: four renewals
+per lock duration). With ``skip_lock_renewal`` it renews nothing.
 After a failed renewal it retries every ``Worker.lock_retry_interval`` (a small
 fraction of the lock), so the first renewal after Redis comes back lands at once.
 A job whose lock is gone (another worker may own the job now) or could not be
-renewed before it expired is reported once, as a ``LockLost`` ``error`` event;
+renewed before it expired is reported once, as a ``LockLost`` ``error`` event (and,
+when the renewal found it gone, in a ``lock_renewal_failed`` event with its id);
 its outcome is then refused by the finishing script, never written over the claim
 of another worker.
 
@@ -28,8 +31,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..worker import Worker
 
 log = logging.getLogger(__name__)
-
-RENEWALS_PER_LOCK = 4
 
 T = TypeVar("T")
 
@@ -72,7 +73,7 @@ class LockRenewer:
     def __init__(self, worker: "Worker") -> None:
         self.w = worker
         self.lock_seconds = worker.lock_duration_ms / 1000.0
-        self.interval = self.lock_seconds / RENEWALS_PER_LOCK
+        self.interval = worker.lock_renew_time / 2
         self._failing_since: Optional[float] = None
         self._reported: Set[Tuple[str, Optional[str]]] = set()   # (job id, token) told lost
         self._jobs: List[Job] = []          # those of the renewal in flight, and its time
@@ -83,7 +84,7 @@ class LockRenewer:
         Its reply goes to :meth:`done` (the engine's renewer sends many in one pipeline)."""
         w = self.w
         with w._cv:
-            jobs = list(w._active.values())
+            jobs = [] if w.skip_lock_renewal else list(w._active.values())
         self._reported &= {(job.id, job.token) for job in jobs}
         self._jobs, self._sent = jobs, time.monotonic()
         if not jobs:
@@ -104,7 +105,7 @@ class LockRenewer:
         for job in self._jobs:
             if job.id not in lost:
                 job._lock_until = self._sent + self.lock_seconds
-        self._report([job for job in self._jobs if job.id in lost])
+        self._report([job for job in self._jobs if job.id in lost], renewal_failed=True)
         if self._failing_since is not None:
             log.info("worker %s: locks renewed again after %.1fs of failures", self.w.name,
                      time.monotonic() - self._failing_since)
@@ -127,13 +128,16 @@ class LockRenewer:
         with self.w._cv:
             return [job for job in self.w._active.values() if job._lock_until <= now]
 
-    def _report(self, jobs: List[Job]) -> None:
+    def _report(self, jobs: List[Job], renewal_failed: bool = False) -> None:
         """``LockLost`` once per job still ours to run (a job being finished is reported
-        by the finishing write itself, if its lock is gone by then)."""
+        by the finishing write itself, if its lock is gone by then); those a renewal
+        found gone (``renewal_failed``) also in one ``lock_renewal_failed`` event."""
         w = self.w
         with w._cv:
             lost = [job for job in jobs if w._active.get(job.id) is job and not job._finishing
                     and (job.id, job.token) not in self._reported]
+        if lost and renewal_failed:
+            w._emit("lock_renewal_failed", [job.id for job in lost])
         for job in lost:
             self._reported.add((job.id, job.token))
             log.warning("worker %s lost the lock of job %s; its result will not be written",

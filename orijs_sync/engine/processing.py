@@ -49,6 +49,21 @@ LOCK_ERRORS = {-1: "the job no longer exists", -2: "its lock had expired",
                -6: "its lock is held by another worker", -9: "a child of it failed"}
 
 
+STARTED_TOO_OFTEN = "job started more than allowable limit"     # BullMQ's reason
+
+
+def unrecoverable(worker: "Worker", job: Job) -> Optional[str]:
+    """Why a job just taken must fail at once, without running (BullMQ's
+    ``getUnrecoverableErrorMessage``): a deferred failure (it stalled too often), or it
+    was started more than the worker's ``max_started_attempts``; else None."""
+    if job.deferred_failure:
+        return job.deferred_failure
+    limit = worker.max_started_attempts
+    if limit and limit < job.attempts_started:
+        return STARTED_TOO_OFTEN
+    return None
+
+
 def compute_backoff(backoff: Any, attempts_made: int, exc: BaseException, job: Job,
                     strategies: Dict[str, BackoffStrategy]) -> Optional[int]:
     """Delay in ms before the next attempt; ``None`` means "do not retry"."""
@@ -131,14 +146,17 @@ class JobRunner:
         return write_through_blip(lambda: self.w._run_hot_script(name, keys, args),
                                   self.w.lock_duration_ms / 1000.0, until)
 
-    def fetch_opts(self, count: int) -> Dict[str, Any]:
+    def fetch_opts(self, count: int, token: Optional[str] = None) -> Dict[str, Any]:
         """Options of the scripts that take jobs. Lock tokens are BullMQ's form,
         ``{worker id}:{n}``: this reserves ``count`` numbers from ``tokenStart``, and the
         script makes the token of each job it takes (a take of one job out of 16 asked
-        for no longer sends, and decodes, 16 tokens)."""
-        start = self._tokens.take(count)
-        opts: Dict[str, Any] = {"tokenBase": f"{self.w.id}:", "tokenStart": start,
-                                "lockDuration": self.w.lock_duration_ms}
+        for no longer sends, and decodes, 16 tokens). ``token``: the caller's own, for
+        the one job a manual take takes (``Worker.get_next_job``)."""
+        opts: Dict[str, Any] = {"lockDuration": self.w.lock_duration_ms}
+        if token is None:
+            opts.update(tokenBase=f"{self.w.id}:", tokenStart=self._tokens.take(count))
+        else:
+            opts["fixedToken"] = token
         if self.w.limiter:
             opts["limiter"] = self.w.limiter
         if self.w.worker_name:
@@ -156,10 +174,14 @@ class JobRunner:
             return self.failure(job, errors.UnrecoverableError(job.problem))
         schedule_next(job)  # a scheduler's run: schedule the next one, as BullMQ workers do
         self.w._emit("active", job)
-        if job.deferred_failure:
-            return self.failure(job, errors.UnrecoverableError(job.deferred_failure))
+        refused = unrecoverable(self.w, job)
+        if refused:
+            return self.failure(job, errors.UnrecoverableError(refused))
         try:
-            result = self.w.processor(job)
+            try:
+                result = self.w.processor(job)
+            finally:
+                job._handler_done = True     # too late for cancel_job from now on
         except (errors.DelayedError, errors.WaitingChildrenError):
             return None
         except errors.RateLimitError:
@@ -177,6 +199,18 @@ class JobRunner:
 
     def failure(self, job: Job, exc: BaseException) -> Optional[Outcome]:
         """A failed attempt: retried now (returns None) or failed for good (an Outcome)."""
+        delay, exc, fields = self.failure_plan(job, exc)
+        if delay is not None:
+            self._retry(job, delay, fields)
+            self.w._emit("failed", job, exc)
+            return None
+        return Outcome(job, "failed", fields[1], fields, exc)
+
+    def failure_plan(self, job: Job, exc: BaseException,
+                     ) -> Tuple[Optional[int], BaseException, List[str]]:
+        """What a failed attempt becomes: the retry's delay in ms (None: failed for
+        good), the error that fails it, and the job fields to write (failedReason,
+        stacktrace; also set on ``job``)."""
         delay: Optional[int] = None
         if self._should_retry(job, exc):
             try:
@@ -186,14 +220,9 @@ class JobRunner:
                 exc = self._backoff_failed(job, exc, backoff_exc)
         reason, stack = error_fields(job, exc)
         job.failed_reason, job.stacktrace = reason, stack
-        fields = ["failedReason", reason, "stacktrace", dumps(stack)]
         log_failure(WORKER_LOG, self.log_extra(job), exc, attempts=job.attempts,
                     retry_in_ms=delay)
-        if delay is not None:
-            self._retry(job, delay, fields)
-            self.w._emit("failed", job, exc)
-            return None
-        return Outcome(job, "failed", reason, fields, exc)
+        return delay, exc, ["failedReason", reason, "stacktrace", dumps(stack)]
 
     def log_extra(self, job: Job) -> Dict[str, Any]:
         return job_extra(self.w.name, job.id, job.name, job.attempts_made + 1,
@@ -216,20 +245,25 @@ class JobRunner:
 
     @staticmethod
     def _should_retry(job: Job, exc: BaseException) -> bool:
-        return (job.attempts_made + 1 < job.attempts
+        """Attempts are left, and neither the error nor ``job.discard()`` forbids one."""
+        return (job.attempts_made + 1 < job.attempts and not job._discarded
                 and not isinstance(exc, errors.UnrecoverableError))
 
-    def _retry(self, job: Job, delay_ms: int, fields: List[str]) -> None:
+    def retry_call(self, job: Job, delay_ms: int, fields: List[str],
+                   token: Optional[str] = None) -> Tuple[str, List[str], List[Any]]:
+        """The script call (name, keys, args) moving a failed attempt back to wait, or to
+        delayed for ``delay_ms``; the lock held with ``token`` (default: the job's)."""
         k = self.keys
+        token = job.token if token is None else token
         if delay_ms > 0:
             now = now_ms()
-            code = self.run_script(
-                "moveToDelayed", [job.key, k.active, k.events, k.stalled, k.meta],
-                [k.base, job.id, now, job.token, now + delay_ms, "0", script_json(fields)])
-        else:
-            code = self.run_script("retryJob", [job.key, k.active, k.events, k.stalled],
-                                   [k.base, job.id, now_ms(), job.token, script_json(fields)])
-        self._check(job, code, "retry")
+            return ("moveToDelayed", [job.key, k.active, k.events, k.stalled, k.meta],
+                    [k.base, job.id, now, token, now + delay_ms, "0", script_json(fields)])
+        return ("retryJob", [job.key, k.active, k.events, k.stalled],
+                [k.base, job.id, now_ms(), token, script_json(fields)])
+
+    def _retry(self, job: Job, delay_ms: int, fields: List[str]) -> None:
+        self._check(job, self.run_script(*self.retry_call(job, delay_ms, fields)), "retry")
 
     # -- many jobs ---------------------------------------------------------
     def finish(self, outcomes: Sequence[Outcome], fetch: int,
@@ -273,11 +307,13 @@ class JobRunner:
             f"job {job.id}: its outcome could not be written: {exc}", job.id))
 
     def finish_call(self, outcomes: Sequence[Outcome], fetch: int,
-                    parent: "Optional[Worker]" = None) -> "FinishCall":
+                    parent: "Optional[Worker]" = None, token: Optional[str] = None,
+                    ) -> "FinishCall":
         """The moveToFinished call writing ``outcomes`` and taking up to ``fetch`` jobs
-        (and one for ``parent``: see finish)."""
+        (and one for ``parent``: see finish); ``token``: the lock token of a manual
+        caller, held by the outcome's job and given to the next one."""
         k = self.keys
-        opts = self.fetch_opts(fetch)
+        opts = self.fetch_opts(fetch, token)
         if self.w.max_metrics_points:
             opts["maxMetricsSize"] = self.w.max_metrics_points
         if parent is not None:
@@ -290,8 +326,8 @@ class JobRunner:
             kept = o.job.opts.get("removeOnComplete" if o.target == "completed" else "removeOnFail")
             if kept is None:
                 kept = self.w.remove_on_complete if o.target == "completed" else self.w.remove_on_fail
-            args += [o.job.id, o.job.token, o.target, o.value, script_json(o.fields),
-                     script_json(keep_jobs(kept)), o.job.attempts]
+            args += [o.job.id, o.job.token if token is None else token, o.target, o.value,
+                     script_json(o.fields), script_json(keep_jobs(kept)), o.job.attempts]
         return FinishCall([k.active, k.events, k.meta, k.stalled], args, stamp, fetch, mark)
 
     def _finish(self, outcomes: Sequence[Outcome], fetch: int,

@@ -31,11 +31,15 @@
  *                     events and completion seen by QueueEvents, then its logs
  *   pause / resume    {}                                -> {paused}
  *   isPaused          {}                                -> {paused}
+ *   flow and job scheduler commands: see the comment above `flowCommands` below
+ *   manualProcess, moveWithToken, extendLock, manualTake: manual processing, see
+ *                     manual_commands.js
  */
 'use strict';
 
 const fs = require('fs');
 const { Queue, Worker, QueueEvents, FlowProducer } = require('bullmq');
+const { manualCommands } = require('./manual_commands');
 
 const DEFAULT_TIMEOUT_S = 30;
 
@@ -504,7 +508,7 @@ const flowCommands = {
   },
 };
 
-for (const [name, fn] of Object.entries(flowCommands)) {
+for (const [name, fn] of [...Object.entries(flowCommands), ...Object.entries(manualCommands(baseOpts))]) {
   if (Object.prototype.hasOwnProperty.call(commands, name)) {
     throw new Error(`driver command ${name} is defined twice`);
   }
