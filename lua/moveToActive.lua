@@ -6,7 +6,8 @@
   ARGV[2] timestamp (ms)
   ARGV[3] JSON {tokenBase, tokenStart (the jobs' lock tokens: see tokenAt),
           lockDuration, limiter = {max, duration}?, name?, children? (also return
-          each job's processed children)}
+          each job's processed children), limited? (a worker without a limiter
+          that hit a manual rate limit: the limiter key's ttl holds it back)}
   ARGV[4] how many jobs at most
   Returns {jobs, rateLimitTtl, nextDelayedTimestamp}; jobs is a list of
   {fields, jobId, token, children} (children: the processed hash as a flat

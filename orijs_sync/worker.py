@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 from . import errors
 from . import options as job_options
 from ._processes import child_pool, process_options
+from ._worker_limits import RateLimitMixin
 from ._worker_run import RunMixin
 from .base import fork
 from .base import validate as check
@@ -46,7 +47,7 @@ _handling = threading.local()    # .worker: the Worker whose handler this thread
 LISTENER_EVENTS = ("active", "completed", "failed", "error", "stalled", "drained", "closed")
 
 
-class Worker(RunMixin):
+class Worker(RunMixin, RateLimitMixin):
     """Processes jobs of one queue with ``concurrency`` threads.
 
     ``processor(job)`` returns a JSON-able value (the job's ``returnvalue``) or
@@ -581,23 +582,3 @@ class Worker(RunMixin):
         for job_id in moved:
             log.info("worker %s: job %s stalled and went back to wait", self.name, job_id)
             self._emit("stalled", job_id)
-
-    # -- rate limiting -----------------------------------------------------
-    def rate_limit(self, seconds: Seconds) -> None:
-        """From a handler: stop the whole queue (all workers, Node's too) for ``seconds``.
-        Then ``raise errors.RateLimitError()``: the job goes back to wait, no attempt counted."""
-        if self.limiter is None:
-            raise errors.InvalidStateError("rate_limit() needs a worker created with "
-                                           "limiter={'max': n, 'duration': seconds}")
-        ms = int(check.seconds(seconds, "seconds", allow_none=False) * 1000)
-        if ms > 0:
-            self.client.set(self.keys.limiter, 9007199254740991, px=ms)
-
-    def _move_back_to_wait(self, job: Job) -> None:
-        k = self.keys
-        code = self._runner.run_script("moveJobFromActiveToWait",
-                                [job.key, k.active, k.stalled, k.limiter],
-                                [k.base, job.id, job.token])
-        if isinstance(code, int) and code < 0:
-            log.warning("job %s could not go back to wait after a rate limit (code %s)",
-                        job.id, code)

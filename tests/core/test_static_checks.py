@@ -41,14 +41,16 @@ LAYERS = (
     ("base", ("orijs_sync.base",)),                   # plumbing: no Redis, no jobs
     ("store", ("orijs_sync.store",)),                 # the Redis layer
     ("model", ("orijs_sync.keys", "orijs_sync.options", "orijs_sync.job", "orijs_sync._job_actions",
-               "orijs_sync._job_flow", "orijs_sync.job_scheduler")),   # what the engine moves
+               "orijs_sync._job_flow", "orijs_sync._job_children",
+               "orijs_sync.job_scheduler")),   # what the engine moves
     ("engine", ("orijs_sync.engine",)),
     ("waits", ("orijs_sync.waits",)),
     ("public", ("orijs_sync", "orijs_sync.queue", "orijs_sync._queue_control",
                 "orijs_sync._queue_schedulers", "orijs_sync.metrics", "orijs_sync.worker",
                 "orijs_sync.worker_group", "orijs_sync.queue_events", "orijs_sync.flow_producer",
                 "orijs_sync.testing", "orijs_sync.connection", "orijs_sync._processes",
-                "orijs_sync._worker_run")),
+                "orijs_sync._worker_run", "orijs_sync._queue_bulk", "orijs_sync._queue_limits",
+                "orijs_sync._worker_limits", "orijs_sync._flow_options")),
     ("orijs", ("orijs_sync.groups", "orijs_sync.events", "orijs_sync.workflows")),
     ("edges", ("orijs_sync.integrations", "orijs_sync.prometheus", "orijs_sync.otel",
                "orijs_sync.cli")),
