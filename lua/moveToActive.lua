@@ -7,7 +7,8 @@
   ARGV[3] JSON {tokenBase, tokenStart (the jobs' lock tokens: see tokenAt) or
           fixedToken (the caller's own token, for one job), lockDuration,
           limiter = {max, duration}?, name?, children? (also return each job's
-          processed children)}
+          processed children), limited? (a worker without a limiter that hit a
+          manual rate limit: the limiter key's ttl holds it back)}
   ARGV[4] how many jobs at most
   Returns {jobs, rateLimitTtl, nextDelayedTimestamp}; jobs is a list of
   {fields, jobId, token, children} (children: the processed hash as a flat

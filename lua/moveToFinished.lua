@@ -7,7 +7,8 @@
   ARGV[1] queue key base
   ARGV[2] timestamp (ms)
   ARGV[3] how many next jobs to take (0 = none)
-  ARGV[4] JSON {tokenBase, tokenStart | fixedToken, lockDuration, limiter?, name?, children?} for the
+  ARGV[4] JSON {tokenBase, tokenStart | fixedToken, lockDuration, limiter?, name?, children?,
+          limited?} for the
           next jobs (as moveToActive's), maxMetricsSize (when the worker records
           metrics: see includes/metrics) and parent? = {qk, and the same options of
           another worker}: when a finished job makes its parent ready in queue qk,

@@ -6,26 +6,6 @@
   Returns 0, -1 (missing job) or -3 (not in that state).
 ]]
 local rcall = redis.call
---- @include "enqueue"
+--- @include "reprocess"
 
-local jobKey, qk, jobId, state = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
-if rcall("EXISTS", jobKey) ~= 1 then return -1 end
-if rcall("ZREM", qk .. state, jobId) ~= 1 then return -3 end
-local drop = {"finishedOn", "processedOn", state == "failed" and "failedReason" or "returnvalue"}
-if ARGV[4] == "1" then table.insert(drop, "atm") end
-if ARGV[5] == "1" then table.insert(drop, "ats") end
-rcall("HDEL", jobKey, unpack(drop))
-local parentKey = rcall("HGET", jobKey, "parentKey")
-if parentKey and rcall("EXISTS", parentKey) == 1 then
-  local wasCounted
-  if state == "failed" then
-    wasCounted = rcall("ZREM", parentKey .. ":unsuccessful", jobKey) == 1
-                 or rcall("HDEL", parentKey .. ":failed", jobKey) == 1
-  else
-    wasCounted = rcall("HDEL", parentKey .. ":processed", jobKey) == 1
-  end
-  if wasCounted then rcall("SADD", parentKey .. ":dependencies", jobKey) end
-end
-local lifo = cjson.decode(rcall("HGET", jobKey, "opts") or "{}")["lifo"]
-enqueueReadyJob(qk, jobId, storedPriority(rcall("HGET", jobKey, "priority")), lifo, state)
-return 0
+return reprocessFinished(ARGV[1], ARGV[2], ARGV[3], ARGV[4] == "1", ARGV[5] == "1")

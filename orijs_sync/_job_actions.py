@@ -79,5 +79,8 @@ class JobActionsMixin:
             raise errors.LockLost(f"cannot move job {self.id} to delayed (code {code})")
         self._moved = True
 
-    def remove(self) -> bool:
-        return bool(self.queue.remove(self.id))
+    def remove(self, remove_children: bool = True) -> bool:
+        """Remove the job (see ``Queue.remove``: with ``remove_children``, its children
+        down the tree too). Returns whether it was removed."""
+        check.boolean(remove_children, "remove_children")
+        return bool(self.queue.remove(self.id, remove_children=remove_children))

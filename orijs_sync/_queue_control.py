@@ -55,18 +55,23 @@ class QueueControlMixin:
         return bool(self.client.hexists(self.keys.meta, "paused"))
 
     # -- removal -----------------------------------------------------------
-    def remove(self, job_id: str, states: Optional[Iterable[str]] = None) -> bool:
-        """Remove a job and its keys. A job locked by a worker is left alone, and so is
-        one not in ``states`` when they are given (atomically: e.g. cancel only if still
-        ``("waiting", "delayed")``). Returns whether it was removed."""
+    def remove(self, job_id: str, states: Optional[Iterable[str]] = None, *,
+               remove_children: bool = True) -> bool:
+        """Remove a job and its keys, and with ``remove_children`` (BullMQ's default)
+        its children down the tree, in whatever queue they are. A job locked by a
+        worker is left alone (with children: also when one it still waits for is
+        locked), and so is one not in ``states`` when they are given (atomically: e.g.
+        cancel only if still ``("waiting", "delayed")``). Returns whether it was removed."""
         k = self.keys
         job_id = check.job_id(job_id)
+        check.boolean(remove_children, "remove_children")
         wanted = check.states(states, "states", STATES) if states is not None else []
         allowed = ",".join(_state_key(s, "states") for s in wanted)
         if "wait" in allowed.split(","):
             allowed += ",paused"
         code = self.scripts.run("removeJob", [k.job(job_id), k.events],
-                                [k.base, str(job_id), allowed])
+                                [k.base, str(job_id), allowed,
+                                 "1" if remove_children else "0"])
         return bool(code == 1)
 
     def drain(self, delayed: bool = False) -> int:

@@ -28,6 +28,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 
 from . import errors
 from . import options as job_options
+from ._flow_options import queue_defaults
 from ._job_flow import PARENT_FLAGS, attach_to_parent, children_keys, parent_link
 from .base import fork
 from .base import validate as check
@@ -87,7 +88,7 @@ class FlowProducer(ConnectionOwner):
         self.scripts = Scripts(self.client)
         self._queues: Dict[Tuple[str, str], Queue] = {}
         self._lock = threading.Lock()
-        self._local = threading.local()     # a side command for this thread's next write
+        self._local = threading.local()     # this thread's next write: side command, queue defaults
         fork.track(self)
 
     def _after_fork_in_child(self) -> None:
@@ -108,9 +109,18 @@ class FlowProducer(ConnectionOwner):
             return queue
 
     # -- adding --------------------------------------------------------------
-    def add(self, flow: Mapping[str, Any]) -> JobNode:
-        """Add one tree atomically; returns it as added, ids filled in."""
-        return self.add_bulk([flow])[0]
+    def add(self, flow: Mapping[str, Any],
+            queues_options: Optional[Mapping[str, Any]] = None) -> JobNode:
+        """Add one tree atomically; returns it as added, ids filled in.
+
+        ``queues_options`` (BullMQ's ``queuesOptions``): ``{queue name:
+        {"default_job_options": {...}}}``, the options (``Queue.add`` keywords) of every
+        job of the tree in that queue, each node's own ``opts`` laid over them."""
+        self._local.defaults = queue_defaults(queues_options)
+        try:
+            return self.add_bulk([flow])[0]
+        finally:
+            self._local.defaults = None
 
     @contextlib.contextmanager
     def _side_command(self, command: Sequence[Any]) -> Iterator[None]:
@@ -128,7 +138,8 @@ class FlowProducer(ConnectionOwner):
         written: a bad node raises ``ValueError``/``TypeError`` and adds nothing."""
         if isinstance(flows, (str, bytes, Mapping)) or not isinstance(flows, Iterable):
             check.bad_type("flows", flows, "a list of flow dicts")
-        plans = [self._plan(flow, None, f"flow[{i}]") for i, flow in enumerate(flows)]
+        defaults, self._local.defaults = getattr(self._local, "defaults", None) or {}, None
+        plans = [self._plan(flow, None, f"flow[{i}]", defaults) for i, flow in enumerate(flows)]
         if not plans:
             return []
         ordered: List[_Planned] = []
@@ -193,7 +204,8 @@ class FlowProducer(ConnectionOwner):
             job.parent = plan.stored_parent
         return JobNode(job, [self._node(child, ids) for child in plan.children])
 
-    def _plan(self, node: Any, parent: Optional[Dict[str, str]], where: str) -> _Planned:
+    def _plan(self, node: Any, parent: Optional[Dict[str, str]], where: str,
+              defaults: Mapping[str, Dict[str, Any]]) -> _Planned:
         check.mapping(node, where, allow_none=False)
         check.known_keys(node, NODE_KEYS, where)
         name = check.string(node.get("name"), f"{where}.name")
@@ -203,6 +215,7 @@ class FlowProducer(ConnectionOwner):
         queue = self.queue(queue_name, prefix)
         raw_opts = check.mapping(node.get("opts"), f"{where}.opts")
         check.known_keys(raw_opts, job_options.KNOWN, f"{where}.opts")
+        raw_opts = job_options.merge(defaults.get(queue_name), raw_opts)
         link = raw_opts.pop("parent", None)
         if link is not None:
             if parent is not None:
@@ -233,7 +246,7 @@ class FlowProducer(ConnectionOwner):
         call = AddCall(queue.keys, name, {} if data is None else data, opts,
                        parent=stored_parent, wait_children=bool(children))
         me = {"id": job_id, "queue": queue.keys.queue_key}
-        planned_children = [self._plan(child, me, f"{where}.children[{i}]")
+        planned_children = [self._plan(child, me, f"{where}.children[{i}]", defaults)
                             for i, child in enumerate(children)]
         return _Planned(queue, call, job_id, planned_children, parent_key, stored_parent)
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Protocol, 
 
 from . import errors, options
 from ._job_actions import JobActionsMixin
+from ._job_children import ChildrenJobMixin
 from ._job_flow import FlowJobMixin
 from ._job_manual import ManualJobMixin
 from .base import validate as check
@@ -34,7 +35,7 @@ class QueueLike(Protocol):
 
     def get_job_state(self, job_id: str) -> str: ...
 
-    def remove(self, job_id: str) -> bool: ...
+    def remove(self, job_id: str, *, remove_children: bool = True) -> bool: ...
 
 
 REQUIRED_FIELDS = ("name", "data", "opts", "timestamp")
@@ -52,7 +53,7 @@ def _json_field(fields: Mapping[str, str], name: str, default: Any, problems: Li
         return text
 
 
-class Job(JobActionsMixin, FlowJobMixin, ManualJobMixin):
+class Job(JobActionsMixin, FlowJobMixin, ManualJobMixin, ChildrenJobMixin):
     """A job as stored in Redis. Created by ``Queue.add``/``get_job`` and by workers."""
 
     def __init__(self, queue: "QueueLike", job_id: str, name: str, data: Any,

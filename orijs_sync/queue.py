@@ -7,7 +7,9 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, cast
 from . import errors
 from . import options as job_options
 from ._job_flow import attach_to_parent
+from ._queue_bulk import BulkQueueMixin
 from ._queue_control import QueueControlMixin
+from ._queue_limits import LimitsQueueMixin
 from ._queue_schedulers import SchedulerQueueMixin
 from .base import validate as check
 from .base.util import dumps, now_ms, script_json
@@ -95,7 +97,8 @@ def check_add_result(result: Any, what: str) -> "tuple[str, bool]":
     return str(result[0]), bool(result[1])
 
 
-class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin, MonitoringMixin):
+class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin, MonitoringMixin,
+            BulkQueueMixin, LimitsQueueMixin):
     """A BullMQ queue. Thread-safe; share one instance across threads.
 
     ``connection`` is a URL, a dict of ``redis.Redis`` options, a ``redis.Redis``

@@ -17,6 +17,7 @@ from . import options as job_options
 from ._processes import child_pool, describe, process_options
 from ._worker_cancel import CancelMixin
 from ._worker_events import LISTENER_EVENTS, EventsMixin
+from ._worker_limits import RateLimitMixin
 from ._worker_manual import ManualMixin, ManualTaker, no_processor
 from ._worker_options import limiter_option, lock_and_start_options, positive_ms
 from ._worker_run import RunMixin
@@ -49,7 +50,7 @@ MAX_BLOCK = 3600.0   # longest block on the marker key
 _handling = threading.local()    # .worker: the Worker whose handler this thread runs
 
 
-class Worker(RunMixin, EventsMixin, ManualMixin, CancelMixin):
+class Worker(RunMixin, EventsMixin, ManualMixin, CancelMixin, RateLimitMixin):
     """Processes jobs of one queue with ``concurrency`` threads.
 
     ``processor(job)`` returns a JSON-able value (the job's ``returnvalue``) or
@@ -577,22 +578,3 @@ class Worker(RunMixin, EventsMixin, ManualMixin, CancelMixin):
     def _fetch_next_allowed(self) -> bool:
         return self._state == "running" and not self._paused and not self._fetch_stop.is_set()
 
-    # -- rate limiting -----------------------------------------------------
-    def rate_limit(self, seconds: Seconds) -> None:
-        """From a handler: stop the whole queue (all workers, Node's too) for ``seconds``.
-        Then ``raise errors.RateLimitError()``: the job goes back to wait, no attempt counted."""
-        if self.limiter is None:
-            raise errors.InvalidStateError("rate_limit() needs a worker created with "
-                                           "limiter={'max': n, 'duration': seconds}")
-        ms = int(check.seconds(seconds, "seconds", allow_none=False) * 1000)
-        if ms > 0:
-            self.client.set(self.keys.limiter, 9007199254740991, px=ms)
-
-    def _move_back_to_wait(self, job: Job) -> None:
-        k = self.keys
-        code = self._runner.run_script("moveJobFromActiveToWait",
-                                [job.key, k.active, k.stalled, k.limiter],
-                                [k.base, job.id, job.token])
-        if isinstance(code, int) and code < 0:
-            log.warning("job %s could not go back to wait after a rate limit (code %s)",
-                        job.id, code)

@@ -8,19 +8,7 @@
 ]]
 --- @include "enqueue"
 --- @include "stored"
-
-local function rateLimitTtl(maxJobs, limiterKey)
-  if maxJobs and maxJobs <= tonumber(rcall("GET", limiterKey) or 0) then
-    local pttl = rcall("PTTL", limiterKey)
-    if pttl == 0 then
-      rcall("DEL", limiterKey)
-    end
-    if pttl > 0 then
-      return pttl
-    end
-  end
-  return 0
-end
+--- @include "rate_limit"
 
 -- Jobs left to take (in wait or prioritized)?
 local function jobsWaiting(qk)
@@ -90,7 +78,8 @@ local function fetchNextJob(qk, timestamp, opts)
   local maxJobs = tonumber(queueMax or (limiter and limiter["max"]))
   local duration = tonumber((limiter and limiter["duration"]) or queueDuration)
   if not duration then maxJobs = nil end      -- a limit without its window limits nothing
-  local ttl = rateLimitTtl(maxJobs, qk .. "limiter")
+  -- opts.limited: a worker without a limiter that hit a manual rate limit waits it out
+  local ttl = rateLimitTtl(maxJobs or (opts["limited"] and MANUAL_RATE_LIMIT), qk .. "limiter")
   if ttl > 0 then return {0, 0, ttl, 0} end
   if pausedOrMaxed then return {0, 0, 0, 0} end
   local jobId = rcall("RPOPLPUSH", qk .. "wait", qk .. "active")

@@ -159,6 +159,8 @@ class JobRunner:
             opts["fixedToken"] = token
         if self.w.limiter:
             opts["limiter"] = self.w.limiter
+        if self.w._held_back():       # a manual rate limit holds (see _worker_limits)
+            opts["limited"] = 1
         if self.w.worker_name:
             opts["name"] = self.w.worker_name
         if self.w._fetch_children:

@@ -255,8 +255,6 @@ def test_manual_rate_limit_from_a_handler(queue, redis_url, qname):
         wait_until(lambda: queue.get_job_state(job.id) == "completed", 10)
     assert runs[1] - runs[0] >= 0.45
     assert queue.get_job(job.id).attempts_made == 1
-    with pytest.raises(errors.InvalidStateError):
-        Worker(qname, handler).rate_limit(1)
 
 
 def test_timestamp_option_is_stored_as_given(queue):

@@ -41,7 +41,7 @@ LAYERS = (
     ("base", ("orijs_sync.base",)),                   # plumbing: no Redis, no jobs
     ("store", ("orijs_sync.store",)),                 # the Redis layer
     ("model", ("orijs_sync.keys", "orijs_sync.options", "orijs_sync.job", "orijs_sync._job_actions",
-               "orijs_sync._job_flow", "orijs_sync._job_manual",
+               "orijs_sync._job_flow", "orijs_sync._job_manual", "orijs_sync._job_children",
                "orijs_sync.job_scheduler")),   # what the engine moves
     ("engine", ("orijs_sync.engine",)),
     ("waits", ("orijs_sync.waits",)),
@@ -50,7 +50,9 @@ LAYERS = (
                 "orijs_sync.worker_group", "orijs_sync.queue_events", "orijs_sync.flow_producer",
                 "orijs_sync.testing", "orijs_sync.connection", "orijs_sync._processes",
                 "orijs_sync._worker_run", "orijs_sync._worker_cancel", "orijs_sync._worker_events",
-                "orijs_sync._worker_manual", "orijs_sync._worker_options", "orijs_sync.tasks")),
+                "orijs_sync._worker_manual", "orijs_sync._worker_options", "orijs_sync.tasks",
+                "orijs_sync._queue_bulk", "orijs_sync._queue_limits", "orijs_sync._worker_limits",
+                "orijs_sync._flow_options")),
     ("orijs", ("orijs_sync.groups", "orijs_sync.events", "orijs_sync.workflows")),
     ("edges", ("orijs_sync.integrations", "orijs_sync.prometheus", "orijs_sync.otel",
                "orijs_sync.cli", "orijs_sync.contrib")),

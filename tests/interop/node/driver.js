@@ -34,6 +34,11 @@
  *   flow and job scheduler commands: see the comment above `flowCommands` below
  *   manualProcess, moveWithToken, extendLock, manualTake: manual processing, see
  *                     manual_commands.js
+ *
+ * More commands, listed in their blocks below: flows and job schedulers (addFlowTree,
+ * workFlow, flowInfo, getFlow, upsertJobScheduler, getJobSchedulers, getJobScheduler,
+ * removeJobScheduler); limits and bulk actions (limits, setLimits, workTimed, retryJobs,
+ * promoteJobs, removeJob, removeUnprocessedChildren, failedChildrenValues).
  */
 'use strict';
 
@@ -508,11 +513,158 @@ const flowCommands = {
   },
 };
 
-for (const [name, fn] of [...Object.entries(flowCommands), ...Object.entries(manualCommands(baseOpts))]) {
-  if (Object.prototype.hasOwnProperty.call(commands, name)) {
-    throw new Error(`driver command ${name} is defined twice`);
+/*
+ * Queue-wide limits and bulk actions (tests/interop/test_interop_limits.py):
+ *
+ *   limits             {maxJobs?}                        -> {concurrency: getGlobalConcurrency(),
+ *                      rateLimit: getGlobalRateLimit(), ttl: getRateLimitTtl(maxJobs)}
+ *   setLimits          {concurrency?, max?, duration?, rateLimitMs?, removeConcurrency?,
+ *                      removeRateLimit?, removeRateLimitKey?} -> as `limits` once set
+ *                      (max and duration: setGlobalRateLimit; rateLimitMs: queue.rateLimit)
+ *   workTimed          {count, concurrency, sleepMs, workTimeout, workerOpts?, readyFile?,
+ *                      stopFile?} -> {runs: [{id, start, end}], timedOut}: each job sleeps
+ *                      sleepMs (start/end: Date.now()); stops after `count` jobs completed,
+ *                      or once stopFile exists
+ *   retryJobs          {state?, count?, timestamp?}      -> queue.retryJobs(...) then getJobCounts()
+ *   promoteJobs        {count?}                          -> queue.promoteJobs(...) then getJobCounts()
+ *   removeJob          {id, removeChildren?}             -> {code: queue.remove(id, {removeChildren})}
+ *   removeUnprocessedChildren {id}                       -> {dependencies: getDependencies()}
+ *   failedChildrenValues {id}                           -> job.getFailedChildrenValues()
+ */
+async function limitsOf(queue, maxJobs) {
+  return {
+    concurrency: await queue.getGlobalConcurrency(),
+    rateLimit: await queue.getGlobalRateLimit(),
+    ttl: await queue.getRateLimitTtl(maxJobs),
+  };
+}
+
+async function jobOf(args, closables) {
+  const queue = new Queue(args.queue, baseOpts(args));
+  closables.push(queue);
+  const job = await queue.getJob(String(args.id));
+  if (!job) {
+    throw new Error(`job ${args.id} not found in queue ${args.queue}`);
   }
-  commands[name] = fn;
+  return job;
+}
+
+const limitCommands = {
+  async limits(args, closables) {
+    const queue = new Queue(args.queue, baseOpts(args));
+    closables.push(queue);
+    return limitsOf(queue, args.maxJobs);
+  },
+
+  async setLimits(args, closables) {
+    const queue = new Queue(args.queue, baseOpts(args));
+    closables.push(queue);
+    if (args.concurrency !== undefined) {
+      await queue.setGlobalConcurrency(args.concurrency);
+    }
+    if (args.max !== undefined) {
+      await queue.setGlobalRateLimit(args.max, args.duration);
+    }
+    if (args.rateLimitMs !== undefined) {
+      await queue.rateLimit(args.rateLimitMs);
+    }
+    if (args.removeConcurrency) {
+      await queue.removeGlobalConcurrency();
+    }
+    if (args.removeRateLimit) {
+      await queue.removeGlobalRateLimit();
+    }
+    if (args.removeRateLimitKey) {
+      await queue.removeRateLimitKey();
+    }
+    return limitsOf(queue);
+  },
+
+  async workTimed(args, closables) {
+    const count = Number.isInteger(args.count) ? args.count : 1;
+    const runs = [];
+    let resolveDone;
+    const allDone = new Promise((resolve) => {
+      resolveDone = resolve;
+    });
+    const worker = new Worker(
+      args.queue,
+      async (job) => {
+        const start = Date.now();
+        await new Promise((r) => setTimeout(r, args.sleepMs || 0));
+        runs.push({ id: job.id, start, end: Date.now() });
+        return 'node';
+      },
+      Object.assign(baseOpts(args), { concurrency: args.concurrency || 1, autorun: false, drainDelay: 1 },
+        args.workerOpts || {}),
+    );
+    closables.push(worker);
+    worker.on('completed', () => {
+      if (runs.length >= count) {
+        resolveDone(false);
+      }
+    });
+    if (args.stopFile) {
+      setInterval(() => {
+        if (fs.existsSync(args.stopFile)) {
+          resolveDone(false);
+        }
+      }, 50).unref();
+    }
+    worker.on('error', (err) => {
+      process.stderr.write(`worker error: ${err && err.stack ? err.stack : err}\n`);
+    });
+    worker.run().catch((err) => process.stderr.write(`worker.run failed: ${err && err.stack}\n`));
+    await worker.waitUntilReady();
+    if (args.readyFile) {
+      fs.writeFileSync(args.readyFile, 'ready\n');
+    }
+    const timer = new Promise((resolve) => setTimeout(() => resolve(true), Math.round((args.workTimeout || 20) * 1000)).unref());
+    const timedOut = await Promise.race([allDone, timer]);
+    await worker.close();
+    return { runs, timedOut };
+  },
+
+  async retryJobs(args, closables) {
+    const queue = new Queue(args.queue, baseOpts(args));
+    closables.push(queue);
+    await queue.retryJobs({ state: args.state, count: args.count, timestamp: args.timestamp });
+    return queue.getJobCounts();
+  },
+
+  async promoteJobs(args, closables) {
+    const queue = new Queue(args.queue, baseOpts(args));
+    closables.push(queue);
+    await queue.promoteJobs({ count: args.count });
+    return queue.getJobCounts();
+  },
+
+  async removeJob(args, closables) {
+    const queue = new Queue(args.queue, baseOpts(args));
+    closables.push(queue);
+    const removeChildren = args.removeChildren === undefined ? true : args.removeChildren;
+    return { code: await queue.remove(String(args.id), { removeChildren }) };
+  },
+
+  async removeUnprocessedChildren(args, closables) {
+    const job = await jobOf(args, closables);
+    await job.removeUnprocessedChildren();
+    return { dependencies: await job.getDependencies() };
+  },
+
+  async failedChildrenValues(args, closables) {
+    const job = await jobOf(args, closables);
+    return job.getFailedChildrenValues();
+  },
+};
+
+for (const group of [flowCommands, limitCommands, manualCommands(baseOpts)]) {
+  for (const [name, fn] of Object.entries(group)) {
+    if (Object.prototype.hasOwnProperty.call(commands, name)) {
+      throw new Error(`driver command ${name} is defined twice`);
+    }
+    commands[name] = fn;
+  }
 }
 
 async function main() {
