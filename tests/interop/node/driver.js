@@ -31,6 +31,12 @@
  *                     events and completion seen by QueueEvents, then its logs
  *   pause / resume    {}                                -> {paused}
  *   isPaused          {}                                -> {paused}
+ *   queueCalls        {calls: [{method, args}], queueOpts?} -> [result, ...]: each
+ *                     queue[method](...args) in turn on one Queue (a Job in a result
+ *                     as its id); queueOpts: extra Queue options (skipMetasUpdate:
+ *                     true keeps BullMQ's Queue from writing the meta hash; streams)
+ *   jobCalls          {id, calls: [{method, args}]}      -> [result, ...]: each
+ *                     job[method](...args) in turn on the job (null when missing)
  */
 'use strict';
 
@@ -325,7 +331,42 @@ const commands = {
     closables.push(queue);
     return { paused: await queue.isPaused() };
   },
+
+  async queueCalls(args, closables) {
+    const queue = new Queue(args.queue, Object.assign(baseOpts(args), args.queueOpts || {}));
+    closables.push(queue);
+    const results = [];
+    for (const call of args.calls || []) {
+      results.push(callResult(await queue[call.method](...(call.args || []))));
+    }
+    return results;
+  },
+
+  async jobCalls(args, closables) {
+    const queue = new Queue(args.queue, Object.assign(baseOpts(args), { skipMetasUpdate: true }));
+    closables.push(queue);
+    const job = await queue.getJob(String(args.id));
+    if (!job) {
+      return null;
+    }
+    const results = [];
+    for (const call of args.calls || []) {
+      results.push(callResult(await job[call.method](...(call.args || []))));
+    }
+    return results;
+  },
 };
+
+// A call's result as JSON: a Job as its id, undefined as null.
+function callResult(value) {
+  if (Array.isArray(value)) {
+    return value.map(callResult);
+  }
+  if (value && typeof value === 'object' && typeof value.queueQualifiedName === 'string') {
+    return value.id;
+  }
+  return orNull(value);
+}
 
 /*
  * Flow and job scheduler commands (tests/interop/test_interop_flows.py):
