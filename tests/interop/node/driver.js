@@ -35,8 +35,8 @@
  *                     queue[method](...args) in turn on one Queue (a Job in a result
  *                     as its id); queueOpts: extra Queue options (skipMetasUpdate:
  *                     true keeps BullMQ's Queue from writing the meta hash; streams)
- *   jobCalls          {id, calls: [{method, args}]}      -> [result, ...]: each
- *                     job[method](...args) in turn on the job (null when missing)
+ *   jobCalls          {ids, calls: [{method, args}]}     -> {id: [result, ...]}: each
+ *                     job[method](...args) in turn on each job (null for a missing one)
  */
 'use strict';
 
@@ -345,15 +345,15 @@ const commands = {
   async jobCalls(args, closables) {
     const queue = new Queue(args.queue, Object.assign(baseOpts(args), { skipMetasUpdate: true }));
     closables.push(queue);
-    const job = await queue.getJob(String(args.id));
-    if (!job) {
-      return null;
+    const byId = {};
+    for (const id of args.ids || []) {
+      const job = await queue.getJob(String(id));
+      byId[id] = job ? [] : null;
+      for (const call of job ? args.calls || [] : []) {
+        byId[id].push(callResult(await job[call.method](...(call.args || []))));
+      }
     }
-    const results = [];
-    for (const call of args.calls || []) {
-      results.push(callResult(await job[call.method](...(call.args || []))));
-    }
-    return results;
+    return byId;
   },
 };
 
