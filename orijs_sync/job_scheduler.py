@@ -330,8 +330,9 @@ def _schedule_next(job: "Job", scheduler_id: str) -> Optional[str]:
     k = queue.keys
     if len(scheduler_id.split(":")) >= _LEGACY_SEGMENTS \
             and not queue.client.hexists(f"{k.repeat}:{scheduler_id}", "ic"):
-        log.debug("job %s belongs to a legacy repeatable job %r: not rescheduled",
-                  job.id, scheduler_id)
+        log.warning("job %s is a run of repeatable job %r, stored by BullMQ 3 or older: "
+                    "orijs_sync does not add its next run (a Node worker would); move it "
+                    "to a job scheduler", job.id, scheduler_id)
         return None
     repeat = dict(job.opts.get("repeat") or {})
     count = int(repeat.get("count") or 0) + 1

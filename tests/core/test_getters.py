@@ -151,6 +151,8 @@ def test_logs_and_progress_by_job_id(queue, events, r):
     job.clear_logs()
     assert queue.get_job_logs(job.id) == {"logs": [], "count": 0}
     assert not r.exists(queue.keys.logs(job.id))
+    job.update_progress(10)
+    assert job.progress == 10 and queue.get_job(job.id).progress == 10
     queue.update_job_progress(job.id, {"done": 40})
     assert queue.get_job(job.id).progress == {"done": 40}
     last = r.xrevrange(queue.keys.events, count=1)[0][1]

@@ -78,6 +78,7 @@ def test_repeatable_jobs_are_listed_as_bullmq_lists_them(queue, r):
     assert [j.key for j in queue.get_repeatable_jobs(0, 0)] == [every_key]
     queue.upsert_job_scheduler("nightly", pattern="0 1 * * *")    # schedulers share the key
     assert "nightly" in [j.key for j in queue.get_repeatable_jobs()]
+    assert "nightly" in [s.id for s in queue.get_job_schedulers()]
     with pytest.raises(errors.InvalidArgumentType, match="asc"):
         queue.get_repeatable_jobs(asc="yes")
 

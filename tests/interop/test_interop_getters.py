@@ -243,3 +243,23 @@ def test_deduplication_keys_both_ways(node, redis_url, namespace, py_side_adds):
         assert node_calls(node, qname, ("getDeduplicationJobId", "d1"),
                           ("add", "x", {}, {"deduplication": {"id": "d1"}})) != [None, job_id]
         assert queue.get_deduplication_job_id("d1") not in (None, job_id)
+
+
+def test_a_node_legacy_repeatable_job_runs_on_through_python_and_node_workers(
+        node, redis_url, namespace):
+    """BullMQ 5 workers carry a legacy series on as a job scheduler (its md5 key is no
+    legacy key shape); Python's workers do the same, so neither side ends it."""
+    qname = f"legacy-runs-{namespace}"
+    node_calls(node, qname, ("add", "tick", {"n": 1}, {"repeat": {"every": 1000}}))
+    with Queue(qname, connection=redis_url) as queue:
+        key = queue.get_repeatable_jobs()[0].key
+        ran: List[str] = []
+        with Worker(qname, lambda job: ran.append(job.id), connection=redis_url):
+            wait_until(lambda: len(ran) >= 2, GUARD, "two runs on Python")
+        assert all(run_id.startswith(f"repeat:{key}:") for run_id in ran)
+        node_run = node("work", queue=qname, count=2, workTimeout=GUARD)
+        assert not node_run["timedOut"]
+        assert [r["id"].startswith(f"repeat:{key}:") for r in node_run["results"]] == [True, True]
+        listed = queue.get_repeatable_jobs()
+        assert [j.key for j in listed] == [key] and listed[0].every == 1.0
+        assert queue.remove_repeatable("tick", {"every": 1}) is True
