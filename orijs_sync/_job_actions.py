@@ -17,6 +17,7 @@ class JobActionsMixin:
     id: str
     queue: Any
     token: Optional[str]
+    priority: int
     _moved: bool
     _added_event: Optional[str]
 
@@ -54,11 +55,17 @@ class JobActionsMixin:
             [self.id, ms, now_ms()])
         self._raise_for(code, "change the delay of")
 
-    def change_priority(self, priority: int) -> None:
+    def change_priority(self, priority: int = 0, *, lifo: bool = False) -> None:
+        """Give the job a new priority (0: none); a waiting or prioritized job is queued
+        again under it, behind the jobs of that priority, or with ``lifo`` ahead of
+        them (BullMQ's ``changePriority``)."""
         check.integer(priority, "priority", minimum=0, maximum=MAX_PRIORITY)
+        check.boolean(lifo, "lifo")
         code = self.queue.scripts.run("changePriority", [self.queue.keys.job(self.id)],
-                                      [self.queue.keys.base, self.id, priority])
+                                      [self.queue.keys.base, self.id, priority,
+                                       "1" if lifo else ""])
         self._raise_for(code, "change the priority of")
+        self.priority = priority
 
     def move_to_delayed(self, timestamp: float, token: Optional[str] = None) -> None:
         """Park the active job until ``timestamp`` (seconds since the epoch, as

@@ -29,6 +29,15 @@ def _range(start: Any, end: Any) -> None:
     check.integer(end, "end")
 
 
+def list_slice(start: int, end: int, asc: bool) -> "tuple[int, int]":
+    """The LRANGE indexes of ranks ``start``..``end`` of a job list (pushed on the left:
+    the oldest job at the right end), oldest first when ``asc`` (the slice read is then
+    reversed), as BullMQ's getRanges and getJobs read them."""
+    if not asc:
+        return start, end
+    return (0 if end == -1 else -(end + 1)), (0 if start == -1 else -(start + 1))
+
+
 class QueueControlMixin:
     """Mixed into :class:`orijs_sync.queue.Queue` (which provides keys, client, scripts)."""
 
@@ -130,10 +139,8 @@ class QueueControlMixin:
         key = self.keys.key(state)
         if state in LIST_STATES:
             # Lists are pushed on the left: the oldest job is at the right end.
-            if asc:
-                lo, hi = -(end + 1) if end >= 0 else 0, -(start + 1)
-                return list(reversed(self.client.lrange(key, lo, hi)))
-            return cast("List[str]", self.client.lrange(key, start, end))
+            ids = self.client.lrange(key, *list_slice(start, end, asc))
+            return list(reversed(ids)) if asc else cast("List[str]", ids)
         if asc:
             return cast("List[str]", self.client.zrange(key, start, end))
         return cast("List[str]", self.client.zrevrange(key, start, end))

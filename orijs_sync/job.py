@@ -14,6 +14,7 @@ from ._job_actions import JobActionsMixin
 from ._job_children import ChildrenJobMixin
 from ._job_flow import FlowJobMixin
 from ._job_manual import ManualJobMixin
+from ._job_state import JobStateMixin, append_log, write_progress
 from .base import validate as check
 from .base.util import dumps, loads, now_ms, stored_int
 
@@ -53,7 +54,7 @@ def _json_field(fields: Mapping[str, str], name: str, default: Any, problems: Li
         return text
 
 
-class Job(JobActionsMixin, FlowJobMixin, ManualJobMixin, ChildrenJobMixin):
+class Job(JobActionsMixin, FlowJobMixin, ManualJobMixin, ChildrenJobMixin, JobStateMixin):
     """A job as stored in Redis. Created by ``Queue.add``/``get_job`` and by workers."""
 
     def __init__(self, queue: "QueueLike", job_id: str, name: str, data: Any,
@@ -238,25 +239,15 @@ class Job(JobActionsMixin, FlowJobMixin, ManualJobMixin, ChildrenJobMixin):
 
     # -- writes from a handler or a client ---------------------------------
     def update_progress(self, progress: Any) -> None:
-        text = dumps(progress, "progress")
-        code = self.queue.scripts.run(
-            "updateProgress", [self.key, self.queue.keys.events, self.queue.keys.meta],
-            [self.id, text])
-        if code == -1:
-            raise errors.JobNotFound(f"job {self.id} not found")
+        """Store the job's progress (any JSON value); QueueEvents of either side see it."""
+        write_progress(self.queue, self.id, progress)
         self.progress = progress
         if self._worker is not None:          # a worker's job: its "progress" listeners
             self._worker._emit("progress", self, progress)
 
     def log(self, line: str) -> int:
         """Append ``line`` to the job's log (BullMQ's ``job.log``); returns the log's length."""
-        check.string(line, "line", non_empty=False)
-        keep = int(self.opts.get("kl") or 0)
-        count = self.queue.scripts.run("addLog", [self.key, self.queue.keys.logs(self.id)],
-                                       [line, keep])
-        if count == -1:
-            raise errors.JobNotFound(f"job {self.id} not found")
-        return int(count)
+        return append_log(self.queue, self.id, line, int(self.opts.get("kl") or 0))
 
     def update_data(self, data: Any) -> None:
         text = dumps(data, "job data")

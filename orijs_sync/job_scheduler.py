@@ -182,6 +182,7 @@ def _template(scheduler_id: str, template: Optional[Mapping[str, Any]],
             raise errors.InvalidArgument(f"template opts may not set {key!r}: {why}")
     merged = job_options.merge(defaults, raw_opts)
     opts = job_options.encode(merged, arg="template.opts")
+    job_options.check_size(opts, data_text, f"job scheduler {scheduler_id!r}")
     if merged.get("attempts") is None:
         opts.pop("attempts", None)  # stored as BullMQ stores an unset option: absent
     return name, data_text, opts
@@ -269,8 +270,10 @@ def get(queue: "Queue", scheduler_id: str) -> Optional[JobSchedulerInfo]:
     return JobSchedulerInfo.from_hash(scheduler_id, fields or {}, int(score))
 
 
-def list_all(queue: "Queue", start: int = 0, end: int = -1,
-             asc: bool = False) -> List[JobSchedulerInfo]:
+def repeat_entries(queue: "Queue", start: int = 0, end: int = -1,
+                   asc: bool = False) -> List["tuple[str, int, Dict[str, str]]"]:
+    """``(key, next run ms, its hash)`` of the repeat zset's ranks ``start``..``end``
+    (latest run first unless ``asc``): job schedulers and legacy repeatable jobs alike."""
     check.integer(start, "start")
     check.integer(end, "end")
     check.boolean(asc, "asc")
@@ -282,11 +285,15 @@ def list_all(queue: "Queue", start: int = 0, end: int = -1,
     if not entries:
         return []
     pipe = queue.client.pipeline(transaction=False)
-    for scheduler_id, _ in entries:
-        pipe.hgetall(f"{repeat}:{scheduler_id}")
-    hashes = pipe.execute()
-    return [JobSchedulerInfo.from_hash(sid, fields or {}, int(score))
-            for (sid, score), fields in zip(entries, hashes)]
+    for key, _ in entries:
+        pipe.hgetall(f"{repeat}:{key}")
+    return [(key, int(score), fields or {}) for (key, score), fields in zip(entries, pipe.execute())]
+
+
+def list_all(queue: "Queue", start: int = 0, end: int = -1,
+             asc: bool = False) -> List[JobSchedulerInfo]:
+    return [JobSchedulerInfo.from_hash(key, fields, score)
+            for key, score, fields in repeat_entries(queue, start, end, asc)]
 
 
 def remove(queue: "Queue", scheduler_id: str) -> bool:
@@ -323,8 +330,9 @@ def _schedule_next(job: "Job", scheduler_id: str) -> Optional[str]:
     k = queue.keys
     if len(scheduler_id.split(":")) >= _LEGACY_SEGMENTS \
             and not queue.client.hexists(f"{k.repeat}:{scheduler_id}", "ic"):
-        log.debug("job %s belongs to a legacy repeatable job %r: not rescheduled",
-                  job.id, scheduler_id)
+        log.warning("job %s is a run of repeatable job %r, stored by BullMQ 3 or older: "
+                    "orijs_sync does not add its next run (a Node worker would); move it "
+                    "to a job scheduler", job.id, scheduler_id)
         return None
     repeat = dict(job.opts.get("repeat") or {})
     count = int(repeat.get("count") or 0) + 1

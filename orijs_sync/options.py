@@ -36,8 +36,33 @@ KNOWN = {"delay", "priority", "lifo", "attempts", "backoff", "job_id", "deduplic
          "remove_on_complete", "remove_on_fail", "timestamp", "fail_parent_on_failure",
          "continue_parent_on_failure", "ignore_dependency_on_failure",
          "remove_dependency_on_failure", "keep_logs", "stack_trace_limit", "parent",
-         "telemetry"}
+         "telemetry", "size_limit"}
 TELEMETRY_KEYS = {"metadata", "omit_context"}
+# BullMQ options refused here, with what to use instead.
+REFUSED = {
+    "repeat": "is BullMQ's legacy repeatable-job option, deprecated in BullMQ 5 for job "
+              "schedulers: use queue.upsert_job_scheduler(scheduler_id, every=... or "
+              "pattern=..., template={'name', 'data', 'opts'}), which Node and Python "
+              "workers both run (repeatable jobs a Node service added are listed by "
+              "get_repeatable_jobs() and removed by remove_repeatable())",
+}
+
+
+def refuse_unsupported(options: Mapping[str, Any], arg: str = "job options") -> None:
+    """Refuse the BullMQ options this library does not take, saying what to use instead."""
+    for key, why in REFUSED.items():
+        if key in options:
+            check.bad_value(f"{arg}.{key}", options[key], why)
+
+
+def check_size(opts: Mapping[str, Any], data_text: str, what: str) -> None:
+    """BullMQ's ``sizeLimit``: refuse data whose JSON text is longer, in UTF-8 bytes."""
+    limit = opts.get("sizeLimit")
+    if limit:
+        size = len(data_text.encode("utf-8", check.DECODING_ERRORS))
+        if size > limit:
+            check.bad_value("data", data_text, f"of {what} is {size} bytes as JSON, over its "
+                                               f"size_limit of {limit} bytes")
 
 
 def validate_job_id(job_id: Any, name: str = "job_id") -> Optional[str]:
@@ -169,6 +194,8 @@ def _encode_one(name: str, value: Any, opts: Dict[str, Any]) -> None:
                                              maximum=check.MAX_INT))
     elif name == "keep_logs":
         opts["kl"] = check.integer(value, "keep_logs", minimum=0)
+    elif name == "size_limit":
+        opts["sizeLimit"] = check.integer(value, "size_limit", minimum=1)
     elif name == "stack_trace_limit":
         opts["stackTraceLimit"] = check.integer(value, "stack_trace_limit", minimum=0)
     elif name == "parent":
@@ -183,6 +210,7 @@ def encode(options: Mapping[str, Any], *, arg: str = "job options") -> Dict[str,
     """Validate Python job options and return BullMQ's stored opts dict. ``arg`` names
     the options in error messages (``default_job_options``, ``jobs[2].opts``...)."""
     options = check.mapping(options, arg)
+    refuse_unsupported(options, arg)
     check.known_keys(options, KNOWN, arg)
     opts: Dict[str, Any] = {}
     for name, value in options.items():

@@ -9,8 +9,11 @@ from . import options as job_options
 from ._job_flow import attach_to_parent
 from ._queue_bulk import BulkQueueMixin
 from ._queue_control import QueueControlMixin
+from ._queue_getters import QueueGettersMixin
 from ._queue_limits import LimitsQueueMixin
+from ._queue_repeatable import RepeatableQueueMixin
 from ._queue_schedulers import SchedulerQueueMixin
+from ._queue_writes import QueueWritesMixin, check_events_max_len
 from .base import validate as check
 from .base.util import dumps, now_ms, script_json
 from .engine.local import Handing
@@ -43,13 +46,15 @@ class AddCall:
         self.data = data
         self.opts = opts
         self.timestamp = int(opts.get("timestamp") or now_ms())
+        data_text = dumps(data, f"data of job {name!r}")
+        job_options.check_size(opts, data_text, f"job {name!r}")
         parent_key = deps_key = parent_text = ""
         if parent:
             parent_key = f"{parent['queueKey']}:{parent['id']}"
             deps_key = f"{parent_key}:dependencies"
             parent_text = script_json(parent, "parent")
         self.args = [opts.get("jobId") or "", name, self.timestamp,
-                     dumps(data, f"data of job {name!r}"), script_json(opts, "job options"),
+                     data_text, script_json(opts, "job options"),
                      parent_key, parent_text, deps_key, repeat_job_key or "",
                      "1" if wait_children else ""]
 
@@ -97,24 +102,31 @@ def check_add_result(result: Any, what: str) -> "tuple[str, bool]":
     return str(result[0]), bool(result[1])
 
 
-class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin, MonitoringMixin,
-            BulkQueueMixin, LimitsQueueMixin):
+class Queue(ConnectionOwner, QueueControlMixin, QueueGettersMixin, QueueWritesMixin,
+            RepeatableQueueMixin, SchedulerQueueMixin, MonitoringMixin, BulkQueueMixin,
+            LimitsQueueMixin):
     """A BullMQ queue. Thread-safe; share one instance across threads.
 
     ``connection`` is a URL, a dict of ``redis.Redis`` options, a ``redis.Redis``
     or ``None`` (localhost). ``default_job_options`` apply to every ``add``.
+    ``events_max_len`` (BullMQ's ``streams.events.maxLen``) sets the length the
+    queue's events stream is trimmed to (about; every writer, Node's too, trims to
+    the stored value, 10000 by default); None leaves the stored value as it is.
     """
 
     def __init__(self, name: str, connection: ConnectionLike = None, *, prefix: str = "bull",
-                 default_job_options: Optional[Mapping[str, Any]] = None) -> None:
+                 default_job_options: Optional[Mapping[str, Any]] = None,
+                 events_max_len: Optional[int] = None) -> None:
         self.keys = QueueKeys(prefix, name)
         self.name = name
         self.prefix = prefix
         self.default_job_options = check.mapping(default_job_options, "default_job_options")
         job_options.encode(self.default_job_options, arg="default_job_options")  # fail early
+        max_len = check_events_max_len(events_max_len)
         check_queue(connection, prefix, name)
         self._use_connection(connection)
         self.scripts = Scripts(self.client)
+        self._store_events_max_len(max_len)
 
     def __repr__(self) -> str:
         return f"<Queue {self.keys.queue_key}>"
@@ -130,6 +142,7 @@ class Queue(ConnectionOwner, QueueControlMixin, SchedulerQueueMixin, MonitoringM
                   arg: str = "job options") -> AddCall:
         check.string(name, "name", non_empty=False)
         opts = check.mapping(opts, arg)
+        job_options.refuse_unsupported(opts, arg)
         check.known_keys(opts, job_options.KNOWN, arg)
         merged = job_options.merge(self.default_job_options, opts)
         parent = merged.pop("parent", None)      # a Job or {"id", "queue"}: add as its child

@@ -42,11 +42,14 @@ LAYERS = (
     ("store", ("orijs_sync.store",)),                 # the Redis layer
     ("model", ("orijs_sync.keys", "orijs_sync.options", "orijs_sync.job", "orijs_sync._job_actions",
                "orijs_sync._job_flow", "orijs_sync._job_manual", "orijs_sync._job_children",
+               "orijs_sync._job_state",
                "orijs_sync.job_scheduler")),   # what the engine moves
     ("engine", ("orijs_sync.engine",)),
     ("waits", ("orijs_sync.waits",)),
     ("public", ("orijs_sync", "orijs_sync.queue", "orijs_sync._queue_control",
-                "orijs_sync._queue_schedulers", "orijs_sync.metrics", "orijs_sync.worker",
+                "orijs_sync._queue_schedulers", "orijs_sync._queue_getters",
+                "orijs_sync._queue_writes", "orijs_sync._queue_repeatable",
+                "orijs_sync.metrics", "orijs_sync.worker",
                 "orijs_sync.worker_group", "orijs_sync.queue_events", "orijs_sync.flow_producer",
                 "orijs_sync.testing", "orijs_sync.connection", "orijs_sync._processes",
                 "orijs_sync._worker_run", "orijs_sync._worker_cancel", "orijs_sync._worker_events",

@@ -31,6 +31,12 @@
  *                     events and completion seen by QueueEvents, then its logs
  *   pause / resume    {}                                -> {paused}
  *   isPaused          {}                                -> {paused}
+ *   queueCalls        {calls: [{method, args}], queueOpts?} -> [result, ...]: each
+ *                     queue[method](...args) in turn on one Queue (a Job in a result
+ *                     as its id); queueOpts: extra Queue options (skipMetasUpdate:
+ *                     true keeps BullMQ's Queue from writing the meta hash; streams)
+ *   jobCalls          {ids, calls: [{method, args}]}     -> {id: [result, ...]}: each
+ *                     job[method](...args) in turn on each job (null for a missing one)
  *   flow and job scheduler commands: see the comment above `flowCommands` below
  *   manualProcess, moveWithToken, extendLock, manualTake: manual processing, see
  *                     manual_commands.js
@@ -334,7 +340,42 @@ const commands = {
     closables.push(queue);
     return { paused: await queue.isPaused() };
   },
+
+  async queueCalls(args, closables) {
+    const queue = new Queue(args.queue, Object.assign(baseOpts(args), args.queueOpts || {}));
+    closables.push(queue);
+    const results = [];
+    for (const call of args.calls || []) {
+      results.push(callResult(await queue[call.method](...(call.args || []))));
+    }
+    return results;
+  },
+
+  async jobCalls(args, closables) {
+    const queue = new Queue(args.queue, Object.assign(baseOpts(args), { skipMetasUpdate: true }));
+    closables.push(queue);
+    const byId = {};
+    for (const id of args.ids || []) {
+      const job = await queue.getJob(String(id));
+      byId[id] = job ? [] : null;
+      for (const call of job ? args.calls || [] : []) {
+        byId[id].push(callResult(await job[call.method](...(call.args || []))));
+      }
+    }
+    return byId;
+  },
 };
+
+// A call's result as JSON: a Job as its id, undefined as null.
+function callResult(value) {
+  if (Array.isArray(value)) {
+    return value.map(callResult);
+  }
+  if (value && typeof value === 'object' && typeof value.queueQualifiedName === 'string') {
+    return value.id;
+  }
+  return orNull(value);
+}
 
 /*
  * Flow and job scheduler commands (tests/interop/test_interop_flows.py):
