@@ -115,7 +115,7 @@ class QueueControlMixin:
                 raise errors.InvalidStateError(f"queue {self.name} has active jobs")
             if code == 0:
                 break
-        for pattern in (k.base + "de:*", k.base + "repeat:*"):
+        for pattern in (k.base + "de:*", k.base + "dn:*", k.base + "repeat:*"):
             keys = list(self.client.scan_iter(match=pattern, count=1000))
             for i in range(0, len(keys), 500):
                 self.client.delete(*keys[i:i + 500])

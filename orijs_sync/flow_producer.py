@@ -242,6 +242,7 @@ class FlowProducer(ConnectionOwner):
         children = node.get("children") or []
         if not isinstance(children, (list, tuple)):
             check.bad_type(f"{where}.children", children, "a list of nodes")
+        _check_flow_deduplication(opts.get("de"), bool(children), f"{where} ({name!r})")
         data = node.get("data")
         call = AddCall(queue.keys, name, {} if data is None else data, opts,
                        parent=stored_parent, wait_children=bool(children))
@@ -277,6 +278,23 @@ class FlowProducer(ConnectionOwner):
                 if child is not None:
                     node.children.append(child)
         return node
+
+
+def _check_flow_deduplication(de: Optional[Dict[str, Any]], has_children: bool,
+                              where: str) -> None:
+    """Refuses the deduplication modes a flow cannot run (BullMQ's flows leave out
+    ``replace``; a job with children kept by ``keep_last_if_active`` would come back
+    without them)."""
+    if not de:
+        return
+    if de.get("replace"):
+        raise errors.InvalidArgument(
+            f"{where}: deduplication.replace is not available in a flow (BullMQ's flows "
+            "leave it out)")
+    if de.get("keepLastIfActive") and has_children:
+        raise errors.InvalidArgument(
+            f"{where}: deduplication.keep_last_if_active cannot be used on a job with "
+            "children (the duplicate it keeps would be added without them)")
 
 
 def _rebuild_producer(connection: RedisConnection, prefix: str) -> FlowProducer:

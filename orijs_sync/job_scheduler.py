@@ -39,6 +39,7 @@ _REFUSED_TEMPLATE_OPTS = {"job_id": "the scheduler gives each run's job its id",
                           "delay": "the scheduler decides when each run starts",
                           "parent": "a scheduler's jobs cannot belong to a flow",
                           "timestamp": "the scheduler stamps each run's job"}
+_UNDEDUPLICATED = ("deduplication", "debounce")
 _TEMPLATE_KEYS = {"name", "data", "opts"}
 _LEGACY_SEGMENTS = 5  # legacy repeatable-job keys have 5+ ':'-separated parts
 
@@ -181,6 +182,12 @@ def _template(scheduler_id: str, template: Optional[Mapping[str, Any]],
         if raw_opts.get(key) is not None:
             raise errors.InvalidArgument(f"template opts may not set {key!r}: {why}")
     merged = job_options.merge(defaults, raw_opts)
+    for key in _UNDEDUPLICATED:
+        if merged.get(key) is not None:
+            raise errors.InvalidArgument(
+                f"template opts may not set {key!r} (nor may the queue's "
+                "default_job_options, which the template takes): a scheduler's runs are "
+                "never deduplicated (BullMQ's scheduler templates leave it out)")
     opts = job_options.encode(merged, arg="template.opts")
     job_options.check_size(opts, data_text, f"job scheduler {scheduler_id!r}")
     if merged.get("attempts") is None:

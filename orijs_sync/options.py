@@ -30,9 +30,12 @@ _CAMEL = {
 BACKOFF_TYPES = {"fixed", "exponential"}
 BACKOFF_KEYS = {"type", "delay", "jitter"}
 KEEP_KEYS = {"age", "count", "limit"}
-DEDUPLICATION_KEYS = {"id", "ttl", "extend", "replace"}
+DEDUPLICATION_KEYS = {"id", "ttl", "extend", "replace", "keep_last_if_active"}
+# Python key -> BullMQ's name in the stored ``de`` object
+_DEDUPLICATION_FLAGS = {"extend": "extend", "replace": "replace",
+                        "keep_last_if_active": "keepLastIfActive"}
 
-KNOWN = {"delay", "priority", "lifo", "attempts", "backoff", "job_id", "deduplication",
+KNOWN = {"delay", "priority", "lifo", "attempts", "backoff", "job_id", "deduplication", "debounce",
          "remove_on_complete", "remove_on_fail", "timestamp", "fail_parent_on_failure",
          "continue_parent_on_failure", "ignore_dependency_on_failure",
          "remove_dependency_on_failure", "keep_logs", "stack_trace_limit", "parent",
@@ -141,15 +144,23 @@ def _attempts(value: Any) -> int:
 
 
 def _deduplication(value: Any, name: str = "deduplication") -> Dict[str, Any]:
+    """BullMQ's ``de``: ``ttl`` in seconds, ``extend`` (a duplicate add resets the
+    ttl), ``replace`` (a duplicate replaces the job while it is delayed) and
+    ``keep_last_if_active`` (a duplicate of an active job runs once that one ends)."""
     if not isinstance(value, Mapping):
-        check.bad_type(name, value, "a dict {'id': str, 'ttl': seconds}")
+        check.bad_type(name, value, "a dict {'id': str, 'ttl': seconds, ...}")
     check.known_keys(value, DEDUPLICATION_KEYS, name)
     out: Dict[str, Any] = {"id": check.string(value.get("id"), f"{name}.id")}
     if value.get("ttl") is not None:
         out["ttl"] = to_ms(value["ttl"], f"{name}.ttl")
-    for flag in ("extend", "replace"):
+    for flag, stored in _DEDUPLICATION_FLAGS.items():
         if value.get(flag) is not None:
-            out[flag] = check.boolean(value[flag], f"{name}.{flag}")
+            out[stored] = check.boolean(value[flag], f"{name}.{flag}")
+    if out.get("extend") and not out.get("ttl"):
+        check.bad_value(f"{name}.extend", True, "resets the ttl: it needs a ttl > 0")
+    if out.get("keepLastIfActive") and out.get("ttl"):
+        check.bad_value(f"{name}.ttl", value["ttl"], "is not used with keep_last_if_active "
+                        "(the id is held until its job finishes, as in BullMQ)")
     return out
 
 
@@ -184,8 +195,8 @@ def _encode_one(name: str, value: Any, opts: Dict[str, Any]) -> None:
         opts["backoff"] = _backoff(value)
     elif name == "job_id":
         opts["jobId"] = validate_job_id(value)
-    elif name == "deduplication":
-        opts["de"] = _deduplication(value)
+    elif name in ("deduplication", "debounce"):      # debounce: BullMQ's older name
+        opts["de"] = _deduplication(value, name)
     elif name in _CAMEL:
         # Stored even when False: a job's own setting wins over the worker's (BullMQ).
         opts[_CAMEL[name]] = _keep(value, name)
@@ -212,6 +223,9 @@ def encode(options: Mapping[str, Any], *, arg: str = "job options") -> Dict[str,
     options = check.mapping(options, arg)
     refuse_unsupported(options, arg)
     check.known_keys(options, KNOWN, arg)
+    if options.get("deduplication") is not None and options.get("debounce") is not None:
+        check.bad_value(f"{arg}.debounce", options["debounce"],
+                        "is the older name of deduplication: give one of them")
     opts: Dict[str, Any] = {}
     for name, value in options.items():
         if value is not None:

@@ -1,8 +1,10 @@
 --[[
-  Finishing one active job: completed or failed, lock released, parent
-  updated (flows), the finished set trimmed per keepJobs, events emitted.
+  Finishing one active job: completed or failed, lock released, deduplication
+  id freed (and a duplicate kept meanwhile added), parent updated (flows), the
+  finished set trimmed per keepJobs, events emitted.
 ]]
 --- @include "remove_job"
+--- @include "dedup"
 --- @include "lock"
 --- @include "stored"
 
@@ -21,10 +23,7 @@ local function finishJob(qk, jobId, timestamp, target, value, token, fieldsJson,
   if code < 0 then return code end
 
   local attrs = rcall("HMGET", jobKey, "parentKey", "parent", "deid")
-  if attrs[3] then
-    local pttl = rcall("PTTL", qk .. "de:" .. attrs[3])
-    if pttl == -1 or pttl == 0 then removeDeduplicationKey(qk, jobId, attrs[3]) end
-  end
+  if attrs[3] then finishDeduplicated(qk, jobId, attrs[3], timestamp) end
   if attrs[1] then
     if target == "completed" then
       onChildCompleted(attrs[1], jobKey, value, timestamp)

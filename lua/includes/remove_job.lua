@@ -4,11 +4,13 @@
 ]]
 --- @include "parents"
 
+-- Frees the deduplication id when it names the removed job, with the duplicate
+-- kept for it (keepLastIfActive), as BullMQ does.
 local function removeDeduplicationKey(qk, jobId, deduplicationId)
   if deduplicationId then
     local key = qk .. "de:" .. deduplicationId
     if rcall("GET", key) == jobId then
-      rcall("DEL", key)
+      rcall("DEL", key, qk .. "dn:" .. deduplicationId)
     end
   end
 end

@@ -13,7 +13,8 @@ from .futures import settle
 _VALUE_FIELD = {"completed": "returnvalue", "failed": "failedReason", "progress": "data",
                 "delayed": "delay", "active": "prev", "waiting": "prev", "removed": "prev",
                 "added": "name", "retries-exhausted": "attemptsMade",
-                "deduplicated": "deduplicationId", "waiting-children": None, "stalled": None,
+                "deduplicated": "deduplicationId", "debounced": "debounceId",
+                "waiting-children": None, "stalled": None,
                 "duplicated": None, "drained": None, "paused": None, "resumed": None,
                 "cleaned": "count"}
 _JSON_FIELDS = {"returnvalue", "data"}

@@ -23,6 +23,7 @@
  *                     handler: names starting with "fail" throw Error(data.message || ...),
  *                     every other job returns {"echo": data}. Stops after `count` jobs reach a
  *                     final state (completed, or failed with no retry left).
+ *                     holdFile (optional): each job's handler waits until this file exists.
  *   getJob            {id}                              -> job fields (or null)
  *   counts            {types?}                          -> getJobCounts(...types)
  *   waitUntilFinished {id, waitTimeout, readyFile?}     -> {returnvalue} | {error: failedReason}
@@ -107,6 +108,12 @@ async function closeAll(closables) {
     } catch (err) {
       process.stderr.write(`close failed: ${err && err.message}\n`);
     }
+  }
+}
+
+async function untilFileExists(path) {
+  while (path && !fs.existsSync(path)) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 
@@ -197,6 +204,7 @@ const commands = {
     const worker = new Worker(
       args.queue,
       async (job) => {
+        await untilFileExists(args.holdFile);
         if (typeof job.name === 'string' && job.name.startsWith('fail')) {
           const message = job.data && typeof job.data.message === 'string' ? job.data.message : `node failed ${job.name}`;
           throw new Error(message);
