@@ -4,6 +4,7 @@
     orijs-sync job emails 42
     orijs-sync jobs emails --state failed --limit 20
     orijs-sync worker emails myapp.tasks:send_email --concurrency 16
+    orijs-sync worker emails myapp.tasks:resize --processes 4 --job-timeout 300
     orijs-sync worker emails myapp.tasks:send_email --connect-timeout 120   (waits for Redis)
     orijs-sync queues --watch 2
     orijs-sync retry emails --all-failed
@@ -12,30 +13,16 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import logging
 import os
 import sys
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 from .. import errors
 from ..queue import Queue
 from ..worker import Worker
 from . import actions
-
-
-def load_callable(spec: str) -> Callable[..., Any]:
-    """``"package.module:function"`` -> the function."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"expected module:function, got {spec!r}")
-    target: Any = importlib.import_module(module_name)
-    for part in attr.split("."):
-        target = getattr(target, part)
-    if not callable(target):
-        raise ValueError(f"{spec} is not callable")
-    return target  # type: ignore[no-any-return]
 
 
 def _print(value: Any) -> None:
@@ -67,11 +54,14 @@ def _jobs(args: argparse.Namespace, queue: Queue) -> int:
 
 
 def _worker(args: argparse.Namespace, queue: Queue) -> int:
-    handler = load_callable(args.handler)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    worker = Worker(queue.name, handler, connection=args.url, prefix=args.prefix,
+    # the handler by its import name: Worker imports it (checked now), and in process
+    # mode each child process imports it by that name
+    worker = Worker(queue.name, args.handler, connection=args.url, prefix=args.prefix,
                     concurrency=args.concurrency, worker_name=args.name,
-                    max_reconnect_delay=args.max_reconnect_delay)
+                    max_reconnect_delay=args.max_reconnect_delay, processes=args.processes,
+                    job_timeout=args.job_timeout,
+                    max_jobs_per_process=args.max_jobs_per_process)
     actions.log_each_job(worker)
     worker.run(connect_timeout=args.connect_timeout)
     return 0
@@ -99,7 +89,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("worker", help="process a queue with module:function until SIGINT/SIGTERM")
     p.add_argument("queue")
     p.add_argument("handler", help="module:function taking a Job")
-    p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--concurrency", type=int, default=None,
+                   help="jobs at once (default: 1; with --processes, as many as processes)")
+    p.add_argument("--processes", type=int, default=None, metavar="N",
+                   help="run each job's handler in one of N child processes (for CPU-bound "
+                        "handlers; default: on the worker's threads)")
+    p.add_argument("--job-timeout", type=float, default=None, metavar="SECONDS",
+                   help="with --processes: kill a handler's child process after this long "
+                        "(a failed attempt)")
+    p.add_argument("--max-jobs-per-process", type=int, default=None, metavar="N",
+                   help="with --processes: replace a child process after N jobs")
     p.add_argument("--connect-timeout", type=float, default=None, metavar="SECONDS",
                    help="give up if Redis does not answer within this time (default: wait "
                         "until SIGINT/SIGTERM)")

@@ -47,7 +47,7 @@ LAYERS = (
     ("public", ("orijs_sync", "orijs_sync.queue", "orijs_sync._queue_control",
                 "orijs_sync._queue_schedulers", "orijs_sync.metrics", "orijs_sync.worker",
                 "orijs_sync.worker_group", "orijs_sync.queue_events", "orijs_sync.flow_producer",
-                "orijs_sync.testing", "orijs_sync.connection")),
+                "orijs_sync.testing", "orijs_sync.connection", "orijs_sync._processes")),
     ("orijs", ("orijs_sync.groups", "orijs_sync.events", "orijs_sync.workflows")),
     ("edges", ("orijs_sync.integrations", "orijs_sync.prometheus", "orijs_sync.otel",
                "orijs_sync.cli")),
