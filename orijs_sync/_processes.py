@@ -24,6 +24,13 @@ class ProcessOptions:
     job_timeout: Optional[float]
     max_jobs_per_process: Optional[int]
 
+    def pool(self, spec: Any, codec: Any, connection: RedisConnection, label: str) -> ChildPool:
+        """The children running ``spec`` (checked by ``routing.sendable``), jobs carried
+        by ``codec``: a plain queue's (``QueueJobs``) or a group queue's."""
+        return ChildPool(spec, codec, connection, size=self.processes,
+                         job_timeout=self.job_timeout, max_jobs=self.max_jobs_per_process,
+                         label=label)
+
 
 def process_options(processes: Optional[int], concurrency: Optional[int],
                     job_timeout: Any, max_jobs_per_process: Optional[int],
@@ -64,9 +71,7 @@ def describe(concurrency: int, options: Optional[ProcessOptions]) -> str:
 
 def child_pool(processor: ProcessorLike, options: ProcessOptions, connection: RedisConnection,
                prefix: str, label: str) -> ChildPool:
-    return ChildPool(sendable(processor), QueueJobs(prefix), connection,
-                     size=options.processes, job_timeout=options.job_timeout,
-                     max_jobs=options.max_jobs_per_process, label=label)
+    return options.pool(sendable(processor), QueueJobs(prefix), connection, label)
 
 
 class QueueJobs:

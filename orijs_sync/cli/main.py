@@ -4,6 +4,7 @@
     orijs-sync job emails 42
     orijs-sync jobs emails --state failed --limit 20
     orijs-sync worker emails myapp.tasks:send_email --concurrency 16
+    orijs-sync worker emails myapp.tasks:resize --processes 4 --job-timeout 300
     orijs-sync worker emails myapp.tasks:send_email --connect-timeout 120   (waits for Redis)
     orijs-sync queues --watch 2
     orijs-sync retry emails --all-failed
@@ -12,7 +13,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import logging
 import os
@@ -20,6 +20,7 @@ import sys
 from typing import Any, Callable, Dict, Optional, Sequence
 
 from .. import errors
+from ..engine.routing import as_processor
 from ..queue import Queue
 from ..worker import Worker
 from . import actions
@@ -28,19 +29,6 @@ WORKER_HELP = "process a queue with module:function until SIGINT/SIGTERM"
 # What a command reports as a usage error (exit status 2, no traceback): bad options, a
 # handler that cannot be imported, a library error.
 USAGE_ERRORS = (errors.OrijsError, ValueError, ImportError, AttributeError)
-
-
-def load_callable(spec: str) -> Callable[..., Any]:
-    """``"package.module:function"`` -> the function."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"expected module:function, got {spec!r}")
-    target: Any = importlib.import_module(module_name)
-    for part in attr.split("."):
-        target = getattr(target, part)
-    if not callable(target):
-        raise ValueError(f"{spec} is not callable")
-    return target  # type: ignore[no-any-return]
 
 
 def _print(value: Any) -> None:
@@ -75,12 +63,20 @@ def run_worker(args: argparse.Namespace, connection: Any, prefix: str,
                wrap: Optional[Callable[[Callable[..., Any]], Callable[..., Any]]] = None) -> int:
     """The ``worker`` command: ``args`` from :func:`add_worker_arguments`; blocks until
     SIGINT/SIGTERM. ``wrap`` (the Django command's) takes the handler and returns the
-    function the Worker calls. Shared by ``orijs-sync worker`` and ``manage.py orijs_worker``."""
-    handler = load_callable(args.handler)
+    function the Worker calls. Shared by ``orijs-sync worker`` and ``manage.py orijs_worker``.
+    Without ``wrap`` the handler goes to the Worker by its import name: it imports it
+    (checked now), and in process mode each child process imports it by that name."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    worker = Worker(args.queue, wrap(handler) if wrap is not None else handler,
-                    connection=connection, prefix=prefix, concurrency=args.concurrency,
-                    worker_name=args.name, max_reconnect_delay=args.max_reconnect_delay)
+    if wrap is not None and args.processes is not None:
+        raise errors.InvalidArgument("--processes: this command runs its handlers on threads "
+                                     "(each job is wrapped in-process); use orijs-sync worker "
+                                     "for child processes", "processes", args.processes)
+    handler: Any = args.handler if wrap is None else wrap(as_processor(args.handler))
+    worker = Worker(args.queue, handler, connection=connection, prefix=prefix,
+                    concurrency=args.concurrency, worker_name=args.name,
+                    max_reconnect_delay=args.max_reconnect_delay, processes=args.processes,
+                    job_timeout=args.job_timeout,
+                    max_jobs_per_process=args.max_jobs_per_process)
     actions.log_each_job(worker)
     worker.run(connect_timeout=args.connect_timeout)
     return 0
@@ -94,7 +90,16 @@ def add_worker_arguments(p: argparse.ArgumentParser) -> None:
     """The ``worker`` command's arguments (the queue, the handler and the options)."""
     p.add_argument("queue")
     p.add_argument("handler", help="module:function taking a Job")
-    p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--concurrency", type=int, default=None,
+                   help="jobs at once (default: 1; with --processes, as many as processes)")
+    p.add_argument("--processes", type=int, default=None, metavar="N",
+                   help="run each job's handler in one of N child processes (for CPU-bound "
+                        "handlers; default: on the worker's threads)")
+    p.add_argument("--job-timeout", type=float, default=None, metavar="SECONDS",
+                   help="with --processes: kill a handler's child process after this long "
+                        "(a failed attempt)")
+    p.add_argument("--max-jobs-per-process", type=int, default=None, metavar="N",
+                   help="with --processes: replace a child process after N jobs")
     p.add_argument("--connect-timeout", type=float, default=None, metavar="SECONDS",
                    help="give up if Redis does not answer within this time (default: wait "
                         "until SIGINT/SIGTERM)")

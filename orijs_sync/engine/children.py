@@ -134,6 +134,13 @@ def pack_error(exc: BaseException) -> Dict[str, Any]:
             "message": message, "trace": trace}
 
 
+def trace_text(exc: BaseException) -> str:
+    """The traceback a failed attempt stores: the child's for an exception that came
+    back from a child process, else its own."""
+    child: Optional[str] = getattr(exc, "child_traceback", None)
+    return child or "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+
+
 def unpack_error(packed: Dict[str, Any]) -> BaseException:
     exc: Optional[BaseException] = None
     blob = packed.get("blob")

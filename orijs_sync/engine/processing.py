@@ -7,7 +7,6 @@ import logging
 import random
 import threading
 import time
-import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, cast
 
@@ -19,6 +18,7 @@ from ..base.util import Counter, dumps, now_ms, script_json, well_formed
 from ..job import Job
 from ..job_scheduler import schedule_next
 from ..options import keep_jobs
+from .children import trace_text
 from .job_log import WORKER_LOG, job_extra, log_completed, log_failure
 from .local import LOCAL
 from .locks import write_through_blip
@@ -99,8 +99,7 @@ def _bounded_ms(ms: float) -> int:
 def error_fields(job: Job, exc: BaseException) -> Tuple[str, List[str]]:
     """BullMQ's failedReason and the stacktrace list, trimmed to stackTraceLimit."""
     reason = well_formed(str(exc) or type(exc).__name__)
-    trace = getattr(exc, "child_traceback", None) or "".join(    # process mode: the child's
-        traceback.format_exception(type(exc), exc, exc.__traceback__))
+    trace = trace_text(exc)              # process mode: the child's
     stored = job.opts.get("stackTraceLimit")
     limit = 10 if stored is None else int(stored)       # null (JSON) as unset
     stack = (job.stacktrace + [trace])[-limit:] if limit else []

@@ -67,10 +67,10 @@ def import_handler(name: str, arg: str) -> Handler:
     return check.function(target, arg)  # type: ignore[no-any-return]
 
 
-def sendable(processor: Any) -> Any:
+def sendable(processor: Any, name: str = "processor") -> Any:
     """``processor`` as a child process gets it: checked (imported) here, and pickled by
     reference (a function defined at a module's top level, or an import name); a lambda
-    or a nested function is refused, naming the way out."""
+    or a nested function is refused, naming the way out (and ``name``, the argument)."""
     as_processor(processor)
     items = processor.items() if isinstance(processor, Mapping) else [("", processor)]
     for key, fn in items:
@@ -79,7 +79,7 @@ def sendable(processor: Any) -> Any:
         try:
             pickle.loads(pickle.dumps(fn))
         except Exception as exc:  # noqa: BLE001 - what pickle raises varies
-            arg = f"processor[{key!r}]" if key else "processor"
+            arg = f"{name}[{key!r}]" if key else name
             check.bad_value(arg, fn, f"cannot be sent to a child process ({exc}); with "
                             f"processes=, give a function defined at a module's top "
                             f"level, or its name as 'package.module:function'")

@@ -36,6 +36,7 @@ from .queue_manager import (
     check_default_job_options,
     check_worker_options,
     merge_job_options,
+    refuse_processes,
 )
 from .scheduled import ScheduleInfo, validate_schedule
 from .subscription import EventSubscription
@@ -93,8 +94,10 @@ class InProcessEventProvider:
                                                 allow_none=False) or 0.0
         self._retry = RetryOptions()
         self.default_job_options = check_default_job_options(self._retry, default_job_options)
-        self.concurrency = int(check_worker_options(default_worker_options).get(
-            "concurrency", DEFAULT_CONCURRENCY))
+        worker_options = check_worker_options(default_worker_options)
+        refuse_processes(worker_options, "the in-process provider runs its handlers on its "
+                         "own threads, with no Redis to carry a job to a child process")
+        self.concurrency = int(worker_options.get("concurrency", DEFAULT_CONCURRENCY))
         self.metrics = metrics
         self.max_finished_jobs = check.integer(max_finished_jobs, "max_finished_jobs", minimum=0)
         self._log = logger or log

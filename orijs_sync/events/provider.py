@@ -27,6 +27,7 @@ from ..base import validate as check
 from ..base.lanes import Lanes
 from ..base.pools import deadline_of, remaining
 from ..base.util import Seconds, to_seconds
+from ..engine.routing import sendable
 from ..job import Job
 from ..worker_group import WorkerGroup
 from . import context
@@ -34,13 +35,12 @@ from .completion_tracker import DEFAULT_TIMEOUT, CompletionTracker
 from .message import EVENT_JOB_NAME, EventMessage, validate_event_name
 from .queue_manager import QueueManager, QueueMetrics
 from .scheduled import ScheduledEventManager, ScheduleInfo, validate_schedule
+from .subscriber import EventHandler, Subscriber, handle
 from .subscription import EventSubscription
 
 log = logging.getLogger(__name__)
 
 __all__ = ["BullMQEventProvider", "EventHandler"]
-
-EventHandler = Callable[[EventMessage], Any]
 
 SENDER_LANES = 4     # threads adding emitted events (each caller thread keeps to one)
 
@@ -56,6 +56,14 @@ class BullMQEventProvider:
     are the keyword options of :meth:`Queue.add` / :class:`Worker`. Every subscription's
     worker runs in one engine (``worker_group``, e.g. shared with a workflow provider;
     else one made here): a thousand event types cost a few threads.
+
+    With ``default_worker_options={"processes": N}`` (and ``job_timeout``,
+    ``max_jobs_per_process``, as a Worker takes them) each event type's worker runs its
+    subscriber in N child processes: a subscriber must then be a function defined at a
+    module's top level (it is sent by reference), and cannot be replaced once its
+    worker runs. In the child, the message and its propagation context are rebuilt
+    from the job; the provider itself is not there (an emit from the child needs a
+    provider of the child's own).
     """
 
     def __init__(self, connection: Any = None, default_timeout: Seconds = DEFAULT_TIMEOUT,
@@ -177,14 +185,22 @@ class BullMQEventProvider:
         """Run ``handler(message)`` for each ``event_name`` event; its return value (JSON)
         is the emitter's result. Returns once the worker is ready. Subscribing again
         replaces the handler (as OriJS swaps the worker): events not yet taken by a
-        handler go to the new one."""
+        handler go to the new one; in process mode, only before ``start()`` (the running
+        worker's children hold the handler)."""
         validate_event_name(event_name)
         if not callable(handler):
             raise errors.InvalidArgumentType(
                 "handler must be callable: handler(message) -> result")
+        processes = self.queue_manager.process_mode
+        if processes:
+            sendable(handler, "handler")     # refused now when a child cannot get it
         with self._lock:
             self._refuse_if_stopped()
             replacing = event_name in self._handlers
+            if replacing and processes and self._state == "started":
+                raise errors.InvalidStateError(
+                    f"event {event_name!r} already has a subscriber running in child "
+                    f"processes (processes=): it cannot be replaced while the provider runs")
             self._handlers[event_name] = handler
             if self._state == "new":
                 if not replacing:
@@ -194,21 +210,20 @@ class BullMQEventProvider:
             self._start_worker(event_name)
 
     def _start_worker(self, event_name: str) -> None:
-        """The event's worker, calling its current handler (ready when this returns)."""
+        """The event's worker, calling its current handler (ready when this returns); in
+        process mode, the handler subscribed when it starts, sent to its children."""
         def process(job: Job) -> Any:
-            message = EventMessage.from_job_data(job.data, event_name=event_name, job_id=job.id,
-                                                 timestamp=job.timestamp)
             with self._lock:
                 current = self._handlers[event_name]
-            token = context.enter_handling(message)
-            try:
-                return current(message)
-            finally:
-                context.leave_handling(token)
+            return handle(current, event_name, job)
 
         process.__qualname__ = f"event handler {event_name}"
+        processor: Callable[[Job], Any] = process
+        if self.queue_manager.process_mode:
+            with self._lock:
+                processor = Subscriber(event_name, self._handlers[event_name])
         try:
-            self.queue_manager.register_worker(event_name, process)
+            self.queue_manager.register_worker(event_name, processor)
         except BaseException:
             with self._lock:
                 self._handlers.pop(event_name, None)     # a later subscribe starts afresh

@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
 
 from .. import errors
 from .. import options as job_options
+from .._processes import process_options
 from ..base import fork
 from ..base import validate as check
 from ..base.pools import deadline_of, remaining
@@ -74,6 +75,7 @@ def merge_job_options(retry: RetryOptions, defaults: Optional[Mapping[str, Any]]
 
 WORKER_OPTIONS = tuple(p.name for p in inspect.signature(Worker.__init__).parameters.values()
                        if p.kind is p.KEYWORD_ONLY and p.name not in ("prefix", "group"))
+PROCESS_OPTIONS = ("processes", "job_timeout", "max_jobs_per_process")
 
 
 def check_default_job_options(retry: RetryOptions,
@@ -87,14 +89,26 @@ def check_default_job_options(retry: RetryOptions,
 
 
 def check_worker_options(options: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
-    """``default_worker_options``: keywords of ``Worker``; ``concurrency`` is checked here,
+    """``default_worker_options``: keywords of ``Worker``; ``concurrency`` and the process
+    mode's (``processes``, ``job_timeout``, ``max_jobs_per_process``) are checked here,
     the others when the worker starts."""
     options = check.mapping(options, "default_worker_options")
     check.known_keys(options, WORKER_OPTIONS, "default_worker_options")
     if "concurrency" in options:
         check.integer(options["concurrency"], "default_worker_options.concurrency", minimum=1,
                       maximum=10_000)
+    process_options(options.get("processes"), options.get("concurrency"),
+                    options.get("job_timeout"), options.get("max_jobs_per_process"))
     return options
+
+
+def refuse_processes(options: Mapping[str, Any], why: str) -> None:
+    """For a provider whose handlers cannot run in a child process: its process options
+    are refused, saying ``why``, rather than ignored."""
+    for key in PROCESS_OPTIONS:
+        if options.get(key) is not None:
+            check.bad_value(f"default_worker_options.{key}", options[key],
+                            f"is not for this provider: {why}")
 
 
 class QueueManager:
@@ -169,6 +183,11 @@ class QueueManager:
         return job
 
     # -- workers -----------------------------------------------------------
+    @property
+    def process_mode(self) -> bool:
+        """Do the workers run their handlers in child processes (``processes``)?"""
+        return self.default_worker_options.get("processes") is not None
+
     def has_worker(self, event_name: str) -> bool:
         with self._lock:
             return event_name in self._workers
@@ -183,8 +202,9 @@ class QueueManager:
                     f"{event_name!r} already has a subscriber in this provider")
             self._workers[event_name] = _PENDING
         try:
-            options = {"concurrency": DEFAULT_CONCURRENCY, **self.default_worker_options,
-                       **self._group.options(self._worker_class)}
+            base = {} if self.process_mode else {"concurrency": DEFAULT_CONCURRENCY}
+            options = {**base, **self.default_worker_options,       # processes: as many
+                       **self._group.options(self._worker_class)}   # threads by default
             worker = self._worker_class(self.get_queue_name(event_name), handler,
                                         prefix=self.prefix, **options)
             worker.on("active", lambda job: self._job_started(event_name, job))

@@ -9,11 +9,11 @@ does nothing and returns ``False``.
 """
 from __future__ import annotations
 
-import traceback
 import uuid
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
 
 from ..base.util import Seconds, dumps, now_ms, well_formed
+from ..engine.children import trace_text
 from . import _options as opt
 from .job import GroupJob
 
@@ -63,7 +63,7 @@ def error_fields(error: Any) -> Tuple[str, str, str]:
     """(message, name, stack) of an exception, or of a plain message (name ``Error``,
     as GroupMQ names a string error), as written to the job hash."""
     if isinstance(error, BaseException):
-        stack = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        stack = trace_text(error)          # process mode: the child's traceback
         return well_formed(str(error)), type(error).__name__, well_formed(stack)
     if not isinstance(error, str):
         raise opt.GroupOptionError(f"error must be an exception or a message string, not "

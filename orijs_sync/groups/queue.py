@@ -66,6 +66,17 @@ class GroupQueue(ConnectionOwner):
         self.scripts = Scripts(self.client)
         self._batcher = None if batching is None else _batch.AddBatcher(self, *batching)
 
+    def settings(self) -> Dict[str, Any]:
+        """The keyword options making an equal GroupQueue (on another connection: a
+        child process's, in a GroupWorker's process mode)."""
+        window = self.ordering_window_ms / 1000.0 if self.ordering != "none" else None
+        return {"job_timeout": self.job_timeout_ms / 1000.0, "max_attempts": self.max_attempts,
+                "keep_completed": self.keep_completed, "keep_failed": self.keep_failed,
+                "ordering": self.ordering, "ordering_window": window,
+                "ordering_max_wait_multiplier": self.ordering_max_wait_multiplier,
+                "ordering_grace_period_decay": self.ordering_grace_period_decay,
+                "ordering_max_batch_size": self.ordering_max_batch_size}
+
     # -- running scripts ---------------------------------------------------------------
 
     def run_script(self, name: str, *args: Any, client: Any = None) -> Any:

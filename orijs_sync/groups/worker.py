@@ -9,7 +9,8 @@ deadlines of the jobs held, a stalled checker recovering jobs whose worker died
 and groups left out of ready, a scheduler promoting delayed and staged jobs
 and adding repeating jobs' runs, and (``enable_cleanup``) GroupMQ's cleanup pass.
 With ordering "in-memory" a handler thread first waits out GroupMQ's grace
-collection for its job's group (``_ordering``).
+collection for its job's group (``_ordering``). With ``processes=N`` each handler
+runs in one of N child processes (``_process_mode``).
 """
 from __future__ import annotations
 
@@ -23,10 +24,12 @@ from typing import Any, Callable, Dict, List, Optional
 from ..base import fork
 from ..base.roles import Periodic, Role, run_until_signalled
 from ..base.util import Counter, Seconds, dumps, now_ms
+from ..engine.children import Abandoned, ChildPool
 from ..engine.job_log import job_extra, log_completed, log_failure
 from ..engine.locks import write_through_blip
 from . import _housekeeping, _manual
 from . import _options as opt
+from . import _process_mode as procs
 from . import _worker_options as wopt
 from ._fetch import Fetcher, Slots
 from ._finish import Finisher
@@ -39,7 +42,8 @@ GROUP_LOG = logging.getLogger("orijs_sync.groups")    # its jobs' lines (docs/lo
 
 EVENTS = ("ready", "completed", "failed", "error", "stalled", "graceful-timeout", "closed")
 DEFAULT_CLOSE_TIMEOUT = 30.0      # seconds; GroupMQ's close(gracefulTimeoutMs = 30000)
-Handler = Callable[[GroupJob], Any]
+STOP_GRACE = 5.0      # seconds for the threads to end once close() gave the running jobs back
+Handler = procs.Handler
 
 
 class GroupWorker:
@@ -60,23 +64,35 @@ class GroupWorker:
     handler raised, with ``None`` for a worker error, the ``error`` event's),
     ``max_attempts`` (``maxAttempts``: no job runs more often than that, nor more than
     its own ``max_attempts``), ``enable_cleanup``/``cleanup_interval`` (GroupMQ's
-    cleanup pass every 60 s by default, see ``GroupQueue.cleanup``)."""
+    cleanup pass every 60 s by default, see ``GroupQueue.cleanup``).
 
-    def __init__(self, queue: GroupQueue, handler: Handler, *, concurrency: int = 1,
+    ``handler`` is a function or its import name (``"package.module:function"``).
+    Process mode, as a Worker's: ``processes=N`` runs each handler in one of N child
+    processes (``concurrency`` then defaults to N), the handler pickled by reference (a
+    module's top-level function, or its name); ``job_timeout`` seconds kills a handler's
+    child (a failed attempt; the queue's own ``job_timeout`` is the reservation's,
+    heartbeated meanwhile); ``max_jobs_per_process`` replaces a child after that many
+    jobs. A child's death fails its job (``errors.ChildDied``); at a ``close`` past its
+    timeout the children running jobs are killed and their jobs go back to their place,
+    no attempt counted."""
+
+    def __init__(self, queue: GroupQueue, handler: Any, *, concurrency: Optional[int] = None,
                  backoff: Any = None, stalled_interval: Seconds = 30,
                  max_stalled_count: int = 1, block_timeout: Seconds = 5,
                  scheduler_interval: Optional[Seconds] = None, name: Optional[str] = None,
                  heartbeat: Optional[Seconds] = None,
                  on_error: Optional[wopt.OnError] = None, max_attempts: Optional[int] = None,
                  stalled_grace_period: Seconds = 0, enable_cleanup: bool = True,
-                 cleanup_interval: Seconds = wopt.DEFAULT_CLEANUP_INTERVAL) -> None:
+                 cleanup_interval: Seconds = wopt.DEFAULT_CLEANUP_INTERVAL,
+                 processes: Optional[int] = None, job_timeout: Optional[Seconds] = None,
+                 max_jobs_per_process: Optional[int] = None) -> None:
         if not isinstance(queue, GroupQueue):
             raise opt.GroupOptionError(f"queue must be a GroupQueue, not {type(queue).__name__}")
-        if not callable(handler):
-            raise opt.GroupOptionError("handler must be callable")
         self.queue = queue
-        self.handler = handler
-        self.concurrency = opt.positive_int(concurrency, "concurrency")
+        self.handler = procs.as_handler(handler)
+        self.concurrency, self.process_options = procs.options(
+            concurrency, processes, job_timeout, max_jobs_per_process)
+        self._handler_spec = procs.spec(handler) if self.process_options else None
         self._backoff = opt.backoff(backoff)
         self.stalled_interval = self._seconds(stalled_interval, "stalled_interval")
         self.max_stalled_count = opt.count(max_stalled_count, "max_stalled_count")
@@ -121,6 +137,8 @@ class GroupWorker:
         self._roles: List[Role] = []
         self._ordering = GraceCollector(self.queue, self._new_token, self._roles_stop)
         self._groups_cursor = "0"                # owned by the stalled role's thread
+        self._children: Optional[ChildPool] = None   # process mode: made by start()
+        self._given_back: List[GroupJob] = []     # running when close() killed their child
 
     def _after_fork_in_child(self) -> None:
         """A forked child's copy is a worker of its own: a new id (so its runs' tokens
@@ -196,6 +214,7 @@ class GroupWorker:
             if self._state != "new":
                 return self
             self._state = "running"
+        self._start_children()
         name = self.queue.name
         self._finisher.start()
         for i in range(self.concurrency):
@@ -226,6 +245,25 @@ class GroupWorker:
         self._emit("ready")
         return self
 
+    def _start_children(self) -> None:
+        """Process mode: the child processes start (importing the handler meanwhile)."""
+        if self.process_options is None:
+            return
+        try:
+            self._children = procs.child_pool(self.queue, self._handler_spec,
+                                              self.process_options)
+            self._children.start()
+        except BaseException:
+            self._close_children()
+            with self._lock:
+                self._state = "new"
+            raise
+
+    def _close_children(self) -> None:
+        children, self._children = self._children, None
+        if children is not None:
+            children.close()
+
     def run(self) -> None:
         """Start and block until SIGINT/SIGTERM (or ``close()`` from another thread)."""
         run_until_signalled(self.start, self.close, self._shutdown_requested)
@@ -236,6 +274,9 @@ class GroupWorker:
         ``None`` waits for them however long), join every thread. Idempotent.
         ``False`` when jobs were still running at the timeout: each is emitted as
         ``graceful-timeout`` (no longer heartbeated: the stalled check recovers it).
+        In process mode their children are killed instead, and their jobs go back to
+        their place in their groups at once, no attempt counted (each still emitted as
+        ``graceful-timeout``; ``True`` once they are all back).
         From a listener running on one of the worker's threads it joins every other
         thread, never its own, which ends once the listener returns."""
         limit = opt.seconds(timeout, "timeout")
@@ -251,11 +292,10 @@ class GroupWorker:
         finished = True
         if started:
             finished = self._stop_threads(limit)
-        if not finished:
-            with self._lock:
-                unfinished = list(self._held.values())
-            for job in unfinished:
-                self._emit("graceful-timeout", job)
+        with self._lock:
+            late = self._given_back + ([] if finished else list(self._held.values()))
+        for job in {job.id: job for job in late}.values():
+            self._emit("graceful-timeout", job)
         self._emit("closed")
         return finished
 
@@ -275,6 +315,9 @@ class GroupWorker:
         if not self._fetcher.is_current_thread():
             self._fetcher.stop(deadline)       # interrupts its blocking pop until it ends
         finished = self._wait_for_jobs(me, left())
+        if not finished and self._children is not None:
+            finished = self._give_back_running(me)
+            deadline = time.monotonic() + STOP_GRACE    # no job runs now: threads end
         for _ in self._handlers:
             self._jobs.put(None)
         others = [thread for thread in self._handlers if thread is not me]
@@ -285,10 +328,21 @@ class GroupWorker:
             if not role.is_current_thread():
                 role.join(left())
         self._fetcher.close()
+        self._close_children()
         GROUP_LOG.info("group worker for queue %s closed%s", self.queue.name, "" if finished
                        else ": jobs still ran at its timeout (left to the stalled check)",
                        extra={"queue": self.queue.name, "worker": self.id})
         return finished
+
+    def _give_back_running(self, me: threading.Thread) -> bool:
+        """Process mode, ``close`` past its timeout: the children running jobs are
+        killed (those waiting for a child do not start); each handler thread gives its
+        job back (``Abandoned``). True once every slot is free again."""
+        assert self._children is not None
+        with self._lock:
+            self._given_back = [job for job, _ in self._current.values()]
+        self._children.kill_busy()
+        return self._wait_for_jobs(me, self.queue.job_timeout_ms / 1000.0)
 
     def _wait_for_jobs(self, me: threading.Thread, limit: Optional[float]) -> bool:
         """Wait until the held jobs are finished: every slot free but the one held by a
@@ -381,8 +435,11 @@ class GroupWorker:
         with self._lock:
             self._current[job.id] = (job, started)
         try:
-            result = self.handler(job)
+            result = self._run_handler(job)
             text = dumps(result, f"return value of group job {job.id}")
+        except Abandoned:                # its child was stopped by close(): given back
+            self._give_back(job)
+            return False
         except Exception as exc:  # noqa: BLE001 - the handler's failure is the job's
             with self._lock:
                 self._stopped_running(job)
@@ -392,6 +449,20 @@ class GroupWorker:
             self._stopped_running(job)
         self._finisher.put((job, result, text, started))
         return True
+
+    def _run_handler(self, job: GroupJob) -> Any:
+        children = self._children
+        return self.handler(job) if children is None else children.run(job)
+
+    def _give_back(self, job: GroupJob) -> None:
+        try:
+            back = procs.give_back(self.queue, job)
+        finally:
+            self._forget(job)
+        if back:
+            job.status = "waiting"
+        else:
+            log.warning("group job %s was given back after it stopped being ours", job.id)
 
     def _stopped_running(self, job: GroupJob) -> None:
         """Under ``_lock``: this run of ``job`` no longer runs (a later run of the same
