@@ -118,6 +118,7 @@ class GroupWorker:
         """The worker's identity, locks, threads and held jobs, none yet."""
         self.id = uuid.uuid4().hex               # the worker; each run's token is id:n
         self._tokens = Counter()
+        self._starting = threading.RLock()       # held while start() starts the threads
         self._lock = threading.Lock()            # guards _held, _current, _state, _listeners,
         #                                          _last_pickup, _processed
         self._held: Dict[str, GroupJob] = {}     # reserved by this worker, not finished
@@ -214,6 +215,12 @@ class GroupWorker:
             if self._state != "new":
                 return self
             self._state = "running"
+        with self._starting:     # a close() meanwhile (from a listener) waits for the threads
+            self._start_threads()
+        self._emit("ready")
+        return self
+
+    def _start_threads(self) -> None:
         self._start_children()
         name = self.queue.name
         self._finisher.start()
@@ -242,8 +249,6 @@ class GroupWorker:
         GROUP_LOG.info("group worker for queue %s started: concurrency %d, Redis %s", name,
                        self.concurrency, self.queue.connection.address,
                        extra={"queue": name, "worker": self.id})
-        self._emit("ready")
-        return self
 
     def _start_children(self) -> None:
         """Process mode: the child processes start (importing the handler meanwhile)."""
@@ -291,6 +296,8 @@ class GroupWorker:
         self._fetch_stop.set()
         finished = True
         if started:
+            with self._starting:     # start() has started every thread it starts
+                pass
             finished = self._stop_threads(limit)
         with self._lock:
             late = self._given_back + ([] if finished else list(self._held.values()))

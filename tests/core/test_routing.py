@@ -24,7 +24,8 @@ def test_jobs_are_routed_by_name_and_an_unknown_name_fails_for_good(queue, redis
     assert failed.attempts_made == 1      # not retried: no attempt could succeed
 
 
-@pytest.mark.parametrize("processor", [{}, {"a": "not callable"}, {1: print}, "fn", None])
+@pytest.mark.parametrize("processor", [{}, {"a": "not callable"}, {1: print}, "fn", 42])
 def test_bad_processors_are_refused(redis_url, qname, processor):
+    # (None is a manual worker's: see test_manual_processing.py)
     with pytest.raises(errors.OrijsError):
         Worker(qname, processor, redis_url)

@@ -83,9 +83,10 @@ def test_a_backoff_of_infinite_seconds_delays_the_retry_ten_years(gq, redis_url,
         raise ValueError("always")
     gq.add(group_id="g", data={}, job_id="j")
     failed: List[GroupJob] = []
-    with GroupWorker(gq, handler, backoff=lambda attempt: float("inf"),
-                     stalled_interval=0.2) as w:
-        w.on("failed", lambda job, exc: failed.append(job))
+    worker = GroupWorker(gq, handler, backoff=lambda attempt: float("inf"),
+                         stalled_interval=0.2)
+    worker.on("failed", lambda job, exc: failed.append(job))    # before the job can run
+    with worker:
         wait_until(lambda: failed, timeout=10, what="the first attempt failed")
         time.sleep(1)                # stalled checks run: nothing is recovered and rerun
     assert runs == ["j"] and failed[0].status == "delayed"

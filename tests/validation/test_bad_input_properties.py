@@ -247,7 +247,8 @@ CASES: Dict[str, Case] = {
                       lambda w, v: w.job.retry(v), const("state")),
     # -- core: Worker, QueueEvents, FlowProducer --------------------------------------
     "Worker.name": Case(bad_names, lambda w, v: worker(w, name=v), const("name")),
-    "Worker.processor": Case(not_callable, lambda w, v: worker(w, processor=v),
+    "Worker.processor": Case(not_callable.filter(lambda v: v is not None),  # None: a manual worker
+                             lambda w, v: worker(w, processor=v),
                              const("processor")),
     "Worker.durations": Case(
         st.tuples(st.sampled_from(["lock_duration", "stalled_interval", "drain_delay"]),
