@@ -12,7 +12,7 @@ _CODES = {-1: "does not exist", -3: "is not in the expected state"}
 
 
 class JobActionsMixin:
-    """Mixed into :class:`orijs_sync.job.Job`."""
+    """Mixed into ``orijs_sync.job.Job``."""
 
     id: str
     queue: Any

@@ -8,7 +8,7 @@ from . import errors
 
 
 class ChildrenJobMixin:
-    """Mixed into :class:`orijs_sync.job.Job` (which provides id, queue and the flow reads)."""
+    """Mixed into ``orijs_sync.job.Job`` (which provides id, queue and the flow reads)."""
 
     id: str
     queue: Any
@@ -31,5 +31,5 @@ class ChildrenJobMixin:
     def get_failed_children_values(self) -> Dict[str, str]:
         """Failed reasons of the children whose failure this job ignored, keyed
         ``"{prefix}:{queue}:{id}"`` (BullMQ's getFailedChildrenValues, which BullMQ
-        deprecates for :meth:`get_ignored_children_failures`: the same hash)."""
+        deprecates for ``get_ignored_children_failures``: the same hash)."""
         return self.get_ignored_children_failures()

@@ -63,7 +63,7 @@ def child_key(child: Any) -> str:
 
 
 class FlowJobMixin:
-    """Mixed into :class:`orijs_sync.job.Job`."""
+    """Mixed into ``orijs_sync.job.Job``."""
 
     # Provided by Job.
     id: str
@@ -84,7 +84,7 @@ class FlowJobMixin:
         return {key: loads(value) for key, value in raw.items()}
 
     def _children_values(self) -> Dict[str, Any]:
-        """As :meth:`get_children_values`, from the copy read in the same script call
+        """As ``get_children_values``, from the copy read in the same script call
         that took the job when its worker asked for one (no round trip; the children
         were all done then, and a job's children cannot change once it waits), else
         from Redis. For handlers that read the values once, as workflow steps do."""
@@ -95,7 +95,7 @@ class FlowJobMixin:
 
     def get_ignored_children_failures(self) -> Dict[str, str]:
         """Failed reasons of children whose failure was ignored (ignore_dependency_on_failure,
-        continue_parent_on_failure), keyed like :meth:`get_children_values`."""
+        continue_parent_on_failure), keyed like ``get_children_values``."""
         return dict(self.queue.client.hgetall(self._flow_key("failed")))
 
     def get_dependencies(self, count: Optional[int] = None) -> Dict[str, Any]:
@@ -194,6 +194,6 @@ class FlowJobMixin:
 
 
 def children_keys(dependencies: Dict[str, Any]) -> List[str]:
-    """Every child key of a :meth:`FlowJobMixin.get_dependencies` reply."""
+    """Every child key of a ``FlowJobMixin.get_dependencies`` reply."""
     return (list(dependencies["processed"]) + list(dependencies["unprocessed"])
             + list(dependencies["failed"]) + list(dependencies["ignored"]))

@@ -19,7 +19,7 @@ _CANCEL_LOCK = threading.Lock()      # guards the lazy creation of a job's Cance
 
 
 class ManualJobMixin:
-    """Mixed into :class:`orijs_sync.job.Job`."""
+    """Mixed into ``orijs_sync.job.Job``."""
 
     id: str
     queue: Any

@@ -33,7 +33,7 @@ def write_progress(queue: Any, job_id: str, progress: Any) -> None:
 
 
 class JobStateMixin:
-    """Mixed into :class:`orijs_sync.job.Job` (which provides ``id``, ``queue``, ``get_state``)."""
+    """Mixed into ``orijs_sync.job.Job`` (which provides ``id``, ``queue``, ``get_state``)."""
 
     id: str
     queue: Any

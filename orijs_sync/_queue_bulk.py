@@ -11,7 +11,7 @@ RETRY_STATES = ("failed", "completed")
 
 
 class BulkQueueMixin:
-    """Mixed into :class:`orijs_sync.queue.Queue` (which provides keys and scripts)."""
+    """Mixed into ``orijs_sync.queue.Queue`` (which provides keys and scripts)."""
 
     keys: Any
     scripts: Any

@@ -39,7 +39,7 @@ def list_slice(start: int, end: int, asc: bool) -> "tuple[int, int]":
 
 
 class QueueControlMixin:
-    """Mixed into :class:`orijs_sync.queue.Queue` (which provides keys, client, scripts)."""
+    """Mixed into ``orijs_sync.queue.Queue`` (which provides keys, client, scripts)."""
 
     keys: Any
     client: Any

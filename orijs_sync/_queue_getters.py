@@ -56,7 +56,7 @@ def _types(types: Union[str, Sequence[str]], valid: Iterable[str]) -> List[str]:
 
 
 class QueueGettersMixin:
-    """Mixed into :class:`orijs_sync.queue.Queue` (which provides keys, client, get_jobs
+    """Mixed into ``orijs_sync.queue.Queue`` (which provides keys, client, get_jobs
     and get_job_counts)."""
 
     keys: Any

@@ -24,7 +24,7 @@ def limit_ms(seconds: Seconds, arg: str) -> int:
 
 
 class LimitsQueueMixin:
-    """Mixed into :class:`orijs_sync.queue.Queue` (which provides keys, client, scripts)."""
+    """Mixed into ``orijs_sync.queue.Queue`` (which provides keys, client, scripts)."""
 
     keys: Any
     client: Any

@@ -26,7 +26,7 @@ REPEAT_OPTS = ("pattern", "every", "tz", "end_date", "key")
 @dataclass(frozen=True)
 class RepeatableJob:
     """One entry of the repeat zset as BullMQ's ``getRepeatableJobs`` gives it: ``key``
-    (what :meth:`remove_repeatable_by_key` takes), ``next`` and ``end_date`` in ms
+    (what ``remove_repeatable_by_key`` takes), ``next`` and ``end_date`` in ms
     since the epoch, ``every`` in seconds; ``id`` is the custom job id a BullMQ 3 key
     carries."""
 
@@ -74,7 +74,7 @@ def _joined_options(name: str, repeat_opts: Mapping[str, Any], job_id: Optional[
 
 
 class RepeatableQueueMixin:
-    """Mixed into :class:`orijs_sync.queue.Queue`."""
+    """Mixed into ``orijs_sync.queue.Queue``."""
 
     keys: Any
     scripts: Any
@@ -105,7 +105,7 @@ class RepeatableQueueMixin:
         return self._remove_repeatable(f"repeat:{legacy_run}:", joined, repeat_key)
 
     def remove_repeatable_by_key(self, key: str) -> bool:
-        """Remove a repeatable job by the ``key`` :meth:`get_repeatable_jobs` gives
+        """Remove a repeatable job by the ``key`` ``get_repeatable_jobs`` gives
         (BullMQ's deprecated ``removeRepeatableByKey``), and its next run while delayed
         (as BullMQ, not the next run of a series stored by BullMQ 3, whose key holds its
         options: that run is left to run once). Returns whether it existed."""

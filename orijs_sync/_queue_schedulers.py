@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class SchedulerQueueMixin:
-    """Mixed into :class:`orijs_sync.queue.Queue`."""
+    """Mixed into ``orijs_sync.queue.Queue``."""
 
     def upsert_job_scheduler(self, scheduler_id: str, *, every: Optional[Seconds] = None,
                              pattern: Optional[str] = None, tz: Optional[str] = None,

@@ -20,7 +20,7 @@ def check_events_max_len(value: Any) -> Optional[int]:
 
 
 class QueueWritesMixin:
-    """Mixed into :class:`orijs_sync.queue.Queue` (which provides keys, client, scripts)."""
+    """Mixed into ``orijs_sync.queue.Queue`` (which provides keys, client, scripts)."""
 
     keys: Any
     client: Any

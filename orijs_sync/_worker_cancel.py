@@ -44,7 +44,7 @@ class CancelMixin:
         return True
 
     def cancel_all_jobs(self, reason: Optional[str] = None) -> List[str]:
-        """Cancel every job this worker's handlers run (see :meth:`cancel_job`); returns
+        """Cancel every job this worker's handlers run (see ``cancel_job``); returns
         their ids."""
         reason = check.optional_string(reason, "reason")
         self._check_cancellable("cancel_all_jobs")

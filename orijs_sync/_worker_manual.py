@@ -46,8 +46,8 @@ def no_processor(job: "Job") -> Any:
 
 
 class ManualMixin:
-    """Mixed into :class:`orijs_sync.worker.Worker`: the public calls, each done by its
-    :class:`ManualTaker` (``_manual``)."""
+    """Mixed into ``orijs_sync.worker.Worker``: the public calls, each done by its
+    ``ManualTaker`` (``_manual``)."""
 
     _manual: "ManualTaker"
 

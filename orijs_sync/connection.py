@@ -1,6 +1,6 @@
 """``orijs_sync.connection``, the import path users and the docs know: the connection
 options and clients, re-exported from the Redis layer, where they live and where a test
-patches them (:mod:`orijs_sync.store.connection`, :mod:`orijs_sync.store.connect`)."""
+patches them (``orijs_sync.store.connection``, ``orijs_sync.store.connect``)."""
 from __future__ import annotations
 
 from .base.validate import DECODING_ERRORS

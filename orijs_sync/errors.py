@@ -1,6 +1,6 @@
 """One exception tree for the whole library.
 
-Every error the library raises on its own derives from :class:`OrijsError`.
+Every error the library raises on its own derives from ``OrijsError``.
 Where a builtin fits, the class also subclasses it, so ``except TimeoutError``
 and ``except ConnectionError`` written against the standard library keep working.
 """

@@ -80,7 +80,7 @@ class FlowProducer(ConnectionOwner):
 
     def __init__(self, connection: ConnectionLike = None, *, prefix: str = "bull",
                  queue_class: Type[Queue] = Queue) -> None:
-        """``queue_class``: what :meth:`queue` makes (a :class:`Queue` subclass)."""
+        """``queue_class``: what ``queue`` makes (a ``Queue`` subclass)."""
         check.string(prefix, "prefix")
         self.prefix = prefix
         self._queue_class = queue_class

@@ -9,7 +9,7 @@ run has the id ``repeat:<id>:<run ms>`` and the field ``rjk`` (the scheduler id)
 so two writers of the same run meet on one key and only one job exists.
 
 The next run is scheduled when a worker takes the current run's job (as BullMQ's
-workers do): :func:`schedule_next` is that hook. Only the scheduler's current
+workers do): ``schedule_next`` is that hook. Only the scheduler's current
 run may produce the next one, once, atomically in ``updateJobScheduler.lua``.
 """
 from __future__ import annotations

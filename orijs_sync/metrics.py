@@ -3,7 +3,7 @@
 A worker made with ``metrics={"max_data_points": n}`` counts its completed and
 failed jobs per minute in BullMQ's keys (``{prefix}:{queue}:metrics:completed``
 and ``:failed``, written by ``lua/includes/metrics.lua`` as each job finishes);
-:meth:`MonitoringMixin.get_metrics` reads them as BullMQ's ``getMetrics()`` does,
+``MonitoringMixin.get_metrics`` reads them as BullMQ's ``getMetrics()`` does,
 whichever language's workers wrote them.
 """
 from __future__ import annotations
@@ -79,7 +79,7 @@ def read_metrics(client: Any, keys: QueueKeys, kind: str, start: int, end: int) 
 
 
 class MonitoringMixin:
-    """Mixed into :class:`orijs_sync.queue.Queue`: metrics and the workers list."""
+    """Mixed into ``orijs_sync.queue.Queue``: metrics and the workers list."""
 
     keys: QueueKeys
     client: Any

@@ -1,5 +1,5 @@
 """``orijs_sync.otel``, the import path users know: re-exported from
-:mod:`orijs_sync.integrations.otel` (``pip install orijs_sync[otel]``)."""
+``orijs_sync.integrations.otel`` (``pip install orijs_sync[otel]``)."""
 from __future__ import annotations
 
 from .integrations.otel import Telemetry

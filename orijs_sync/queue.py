@@ -152,8 +152,10 @@ class Queue(ConnectionOwner, QueueControlMixin, QueueGettersMixin, QueueWritesMi
 
     def add(self, name: str, data: Any = None, **opts: Any) -> Job:
         """Add one job. Options are keywords (``delay`` in seconds, ``priority``, ``attempts``,
-        ``backoff``, ``job_id``, ``remove_on_complete``, ``deduplication={"id", "ttl",
-        "extend", "replace", "keep_last_if_active"}``: see the compatibility page...).
+        ``backoff`` (seconds for a fixed delay, or ``{"type": "fixed" | "exponential" | a
+        strategy's name, "delay": seconds, "jitter": 0..1}``), ``job_id``,
+        ``remove_on_complete``, ``deduplication={"id", "ttl", "extend", "replace",
+        "keep_last_if_active"}``: see the compatibility page...).
         Nothing is written on bad input."""
         call = self._add_call(name, {} if data is None else data, opts)
         handing = Handing()

@@ -266,7 +266,7 @@ class QueueEvents:
                 self._listeners[event].remove(fn)
 
     def on_event(self, fn: Callable[[QueueEvent], Any]) -> Callable[[QueueEvent], Any]:
-        """``fn(event)`` for every event of every watched queue (a :class:`QueueEvent`)."""
+        """``fn(event)`` for every event of every watched queue (a ``QueueEvent``)."""
         check.function(fn, "fn")
         self.resume_after_fork()
         with self._lock:

@@ -41,7 +41,7 @@ class RedisServer:
                  args: Sequence[str] = (), password: Optional[str] = None,
                  appendonly: bool = False) -> None:
         """``appendonly=True``: every write is fsynced to an AOF before Redis replies,
-        so :meth:`restart` (after :meth:`halt` or :meth:`kill`) brings every
+        so ``restart`` (after ``halt`` or ``kill``) brings every
         acknowledged write back, as a production Redis with AOF would."""
         found = binary or shutil.which("redis-server")
         if not found:
@@ -108,12 +108,12 @@ class RedisServer:
         return self._proc.pid if self._proc is not None else None
 
     def kill(self) -> None:
-        """Kill -9 the server (fault tests); :meth:`restart` brings it back."""
+        """Kill -9 the server (fault tests); ``restart`` brings it back."""
         self.halt(kill=True)
 
     def halt(self, kill: bool = False) -> None:
         """Stop the server process (SIGTERM, or SIGKILL with ``kill``) but keep its
-        port and data dir for :meth:`restart`: a Redis outage, for fault tests."""
+        port and data dir for ``restart``: a Redis outage, for fault tests."""
         if self._proc is None:
             return
         if kill:

@@ -57,7 +57,7 @@ class Worker(RunMixin, EventsMixin, ManualMixin, CancelMixin, RateLimitMixin):
     raises (the job's ``failedReason``); a mapping ``{job_name: function}`` routes each
     job by its name (an unknown name fails the job). Durations are seconds.
     ``metrics={"max_data_points": n}`` records BullMQ's per-minute completed/failed
-    counts (``Queue.get_metrics``). ``group``: run in a :class:`WorkerGroup`'s shared
+    counts (``Queue.get_metrics``). ``group``: run in a ``WorkerGroup``'s shared
     threads (with the group's connection) rather than threads of its own.
 
     ``processes=N``: each handler runs in one of ``N`` child processes (CPU-bound jobs use

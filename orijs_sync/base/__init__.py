@@ -9,6 +9,6 @@
 - ``timer``: the one timer thread (a heap of deadlines); ``lanes``: ordered task lanes;
 - ``cancellation``: a running job's cancellation (what an ``AbortSignal`` is in Node).
 
-May import: :mod:`orijs_sync.errors` and each other. Nothing above (the Redis layer,
+May import: ``orijs_sync.errors`` and each other. Nothing above (the Redis layer,
 the engine, the public classes) at run time.
 """

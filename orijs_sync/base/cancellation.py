@@ -43,7 +43,7 @@ class Cancellation:
         return self._reason if self._event.is_set() else None
 
     def raise_if_set(self) -> None:
-        """Raise :class:`errors.JobCancelled` (its message the reason) once cancelled:
+        """Raise ``errors.JobCancelled`` (its message the reason) once cancelled:
         the attempt then fails as any handler error does (retried while attempts are
         left; raise ``errors.UnrecoverableError`` instead to fail the job for good).
         BullMQ's ``signal.throwIfAborted()``."""

@@ -2,7 +2,7 @@
 
 A forked child inherits copies of every object but none of the threads, and its
 sockets are the parent's sockets. Each long-lived object of the library registers
-here (:func:`track`) and implements ``_after_fork_in_child()``, which
+here (``track``) and implements ``_after_fork_in_child()``, which
 ``os.register_at_fork`` calls in the child, in its only thread, before anything
 else runs there. The hook resets the object's *own* fields only (objects are
 visited in no set order): fresh locks (one held by a parent thread at fork time

@@ -27,7 +27,7 @@ MAX_WAIT = check.MAX_SECONDS   # far below threading.TIMEOUT_MAX
 
 
 class TimerHandle:
-    """What :meth:`Timer.call_later` returns; pass it to :meth:`Timer.cancel`."""
+    """What ``Timer.call_later`` returns; pass it to ``Timer.cancel``."""
 
     __slots__ = ("deadline", "seq", "fn", "cancelled")
 

@@ -1,7 +1,7 @@
 """Argument checks shared by every public entry point.
 
 Each helper returns the checked (and normalised) value or raises an
-:class:`errors.InvalidArgument` / :class:`errors.InvalidArgumentType` whose message
+``errors.InvalidArgument`` / ``errors.InvalidArgumentType`` whose message
 names the argument and the value given. Calls check everything first and write
 afterwards, so a refused call leaves Redis unchanged.
 """

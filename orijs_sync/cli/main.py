@@ -61,7 +61,7 @@ def _jobs(args: argparse.Namespace, queue: Queue) -> int:
 
 def run_worker(args: argparse.Namespace, connection: Any, prefix: str,
                wrap: Optional[Callable[[Callable[..., Any]], Callable[..., Any]]] = None) -> int:
-    """The ``worker`` command: ``args`` from :func:`add_worker_arguments`; blocks until
+    """The ``worker`` command: ``args`` from ``add_worker_arguments``; blocks until
     SIGINT/SIGTERM. ``wrap`` (the Django command's) takes the handler and returns the
     function the Worker calls. Shared by ``orijs-sync worker`` and ``manage.py orijs_worker``.
     Without ``wrap`` the handler goes to the Worker by its import name: it imports it

@@ -19,9 +19,9 @@ Configuration (checked by ``init_app``; any other ``ORIJS_SYNC_*`` key is refuse
 ``ORIJS_SYNC_URL`` (a Redis URL) or ``ORIJS_SYNC_CONNECTION`` (anything ``Queue`` takes:
 a dict of options, a ``redis.Redis``...), ``ORIJS_SYNC_PREFIX``,
 ``ORIJS_SYNC_DEFAULT_JOB_OPTIONS``, ``ORIJS_SYNC_EVENTS`` and ``ORIJS_SYNC_WORKFLOWS`` (the
-providers' options, see :class:`~orijs_sync.contrib.hub.Hub`). Queues and providers are
+providers' options, see ``orijs_sync.contrib.hub.Hub``). Queues and providers are
 made on first use, shared by the app's threads, fork-safe under gunicorn ``--preload``,
-and stopped at exit (or by :meth:`OrijsSync.close`).
+and stopped at exit (or by ``OrijsSync.close``).
 """
 from __future__ import annotations
 

@@ -68,9 +68,9 @@ class Hub:
     """One process's queues (one per name) and providers (made and started on first use),
     on one connection. ``settings``: ``connection`` (anything ``Queue`` takes; default
     localhost), ``prefix`` (default ``bull``), ``default_job_options`` (every queue's),
-    ``events`` (options of :class:`BullMQEventProvider`: ``queue_prefix``,
+    ``events`` (options of ``BullMQEventProvider``: ``queue_prefix``,
     ``default_timeout``, ``default_job_options``, ``default_worker_options``) and
-    ``workflows`` (options of :class:`BullMQWorkflowProvider`). ``where`` names the
+    ``workflows`` (options of ``BullMQWorkflowProvider``). ``where`` names the
     settings in error messages. Thread-safe."""
 
     def __init__(self, settings: Optional[Mapping[str, Any]] = None, *,
@@ -146,7 +146,7 @@ class Hub:
     @property
     def events(self) -> BullMQEventProvider:
         """The process's event provider, made and started on first use; stopped by
-        :meth:`close` (at exit at the latest)."""
+        ``close`` (at exit at the latest)."""
         with self._lock:
             self._check_open()
             if self._events is None:

@@ -1,5 +1,5 @@
-"""How a process runs jobs: the threads behind :class:`~orijs_sync.Worker` and
-:class:`~orijs_sync.WorkerGroup` (which hold each queue's own state and use this).
+"""How a process runs jobs: the threads behind ``orijs_sync.Worker`` and
+``orijs_sync.WorkerGroup`` (which hold each queue's own state and use this).
 
 - ``engine``: one set of threads serving one or many queues;
 - ``engine_roles``: its fetcher, finisher, marker watcher and per-queue periodic roles;
@@ -10,7 +10,7 @@
 - ``local``: short cuts between the Queues, Workers and QueueEvents of one process
   (a local hand-off of added jobs, finished outcomes to local waiters).
 
-May import: :mod:`orijs_sync.errors`, :mod:`orijs_sync.base`, :mod:`orijs_sync.store` and
+May import: ``orijs_sync.errors``, ``orijs_sync.base``, ``orijs_sync.store`` and
 the job model (``job``, ``job_scheduler``, ``options``, ``keys``). The classes that use it
 (``worker``, ``queue_events``...) only under ``TYPE_CHECKING``.
 """

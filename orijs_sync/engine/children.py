@@ -4,10 +4,10 @@ renewal, stalled checks, finishing, events). The only way to use more than one c
 CPU-bound handlers under the GIL; a child that crashes or overruns ``job_timeout`` costs
 its job one attempt, and nothing else.
 
-- The parent's side: :class:`ChildPool`, ``processes`` children; ``pool.run(job)`` is the
+- The parent's side: ``ChildPool``, ``processes`` children; ``pool.run(job)`` is the
   worker's processor, called on a handler thread, returning the handler's return value
   or raising its exception as the thread mode would.
-- The child's side: :func:`child_main`, started by ``multiprocessing``'s *forkserver*
+- The child's side: ``child_main``, started by ``multiprocessing``'s *forkserver*
   (never a fork of the threaded parent: its locks and sockets stay the parent's), the
   forkserver preloading this module, so a child starts without importing the library.
   It imports the handler once, then runs jobs until told to stop, or its parent dies.

@@ -18,7 +18,7 @@ every queue it serves (``engine.engine_roles``):
   a queue is only fetched for while a thread is free for its job.
 
 A Worker started alone has an engine of its own (its threads, named after it). A
-:class:`~orijs_sync.WorkerGroup` shares one engine between all its Workers (one per
+``orijs_sync.WorkerGroup`` shares one engine between all its Workers (one per
 hash slot on a cluster, whose multi-key ``BZPOPMIN`` stays within one slot).
 
 Wakes: every change that may let the fetcher take jobs (a queue joins or resumes, a

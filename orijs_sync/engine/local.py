@@ -6,7 +6,7 @@ writes, and the long way still runs beside it. What is saved is a wake.
 - ``Queue.add`` of a job that a Worker of this process could take now, and
   ``FlowProducer.add`` of a flow whose leaves are such jobs: the add's own script
   call takes one (the oldest job waiting, as a fetch would) for each Worker a slot
-  was reserved on first (a :class:`Handing`), and the job goes to that Worker's
+  was reserved on first (a ``Handing``), and the job goes to that Worker's
   handler pool. No marker wakes the Worker's fetcher, which would take it with a
   second round trip.
 - A job's outcome written by a Worker of this process settles the waiters of that
@@ -161,8 +161,8 @@ class Handing:
     """The Workers of this process one add's script call is to take a job for, in
     order, a slot reserved on each, with the options of each take (``moveToActive``'s,
     ``ts`` and whatever the script needs to know where to take it). After the call,
-    :meth:`hand` gives each Worker what was taken for it (a slot with nothing comes
-    back); a call that fails gives every slot back with :meth:`cancel`."""
+    ``hand`` gives each Worker what was taken for it (a slot with nothing comes
+    back); a call that fails gives every slot back with ``cancel``."""
 
     def __init__(self) -> None:
         self.workers: List["Worker"] = []

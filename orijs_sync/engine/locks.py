@@ -67,8 +67,8 @@ def write_through_blip(write: Callable[[], T], lock_seconds: float,
 
 class LockRenewer:
     """Keeps the locks of one worker's active jobs; see the module docstring. Not a
-    thread: the engine's renewer role sends :meth:`call` when it is due (many queues'
-    in one pipeline) and hands the reply to :meth:`done`."""
+    thread: the engine's renewer role sends ``call`` when it is due (many queues'
+    in one pipeline) and hands the reply to ``done``."""
 
     def __init__(self, worker: "Worker") -> None:
         self.w = worker
@@ -81,7 +81,7 @@ class LockRenewer:
 
     def call(self) -> "Optional[Tuple[str, List[str], List[Any]]]":
         """The renewal to send now (script, keys, args), or None with no job to renew.
-        Its reply goes to :meth:`done` (the engine's renewer sends many in one pipeline)."""
+        Its reply goes to ``done`` (the engine's renewer sends many in one pipeline)."""
         w = self.w
         with w._cv:
             jobs = [] if w.skip_lock_renewal else list(w._active.values())
@@ -95,7 +95,7 @@ class LockRenewer:
                  w.lock_duration_ms])
 
     def done(self, reply: Any) -> float:
-        """The reply of :meth:`call`'s renewal (the ids of the locks lost, or the error);
+        """The reply of ``call``'s renewal (the ids of the locks lost, or the error);
         returns the seconds until the next renewal is due."""
         if isinstance(reply, BaseException):
             self._failed(reply)

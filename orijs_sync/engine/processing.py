@@ -1,5 +1,5 @@
 """What a worker does with its jobs: run the handler and turn the result into an
-:class:`Outcome`; outcomes are then written many at a time, in one script call
+``Outcome``; outcomes are then written many at a time, in one script call
 that also takes the next jobs (see ``Worker``'s finisher)."""
 from __future__ import annotations
 

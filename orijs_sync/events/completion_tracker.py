@@ -2,7 +2,7 @@
 
 Flow (as in @orijs/bullmq): ``emit`` registers a pending completion *before*
 the job is added, adds the job, then maps the job id to the correlation id. One
-:class:`QueueEvents` (one thread, one ``XREAD`` over every queue watched here)
+``QueueEvents`` (one thread, one ``XREAD`` over every queue watched here)
 delivers ``completed`` / ``failed`` / ``removed`` events; the tracker looks up
 the correlation ids waiting on that job and settles them. A job that finishes
 before its id is mapped leaves its outcome in the early-result buffer, which
@@ -181,7 +181,7 @@ class CompletionTracker:
         """Wait for a job of ``queue_name``; ``timeout`` seconds (0 = none, None = default).
         ``label`` names the wait in its timeout error (default: the queue), with
         ``job_id``, the id the job is to get, until ``map_job_id`` gives the real one.
-        ``watch=False``: the caller calls :meth:`watch` itself before adding the job (a
+        ``watch=False``: the caller calls ``watch`` itself before adding the job (a
         Redis call, left to the thread that adds it)."""
         seconds = self.default_timeout if timeout is None else to_seconds(timeout, "timeout")
         if watch:

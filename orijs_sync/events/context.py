@@ -1,10 +1,10 @@
 """Propagation meta: what ``emit`` carries along when the caller gives no ``meta``.
 
-A :class:`contextvars.ContextVar` holds the current :class:`EventContext`.
+A ``contextvars.ContextVar`` holds the current ``EventContext``.
 Providers run every handler inside the context of the message it handles, so an
 event emitted from a handler carries the same meta and names the handled event
 as its ``causationId``. Callers outside a handler (a Flask request, a script)
-can open one with :func:`propagation_context`.
+can open one with ``propagation_context``.
 """
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def handling(message: EventMessage) -> Iterator[EventContext]:
 
 
 def enter_handling(message: EventMessage) -> "Token[Optional[EventContext]]":
-    """What :func:`handling` does on entry, for a caller that resets the returned token
+    """What ``handling`` does on entry, for a caller that resets the returned token
     itself (a provider's handler wrapper: no generator on each event's path)."""
     return _current.set(_handling_context(message))
 

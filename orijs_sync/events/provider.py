@@ -1,8 +1,8 @@
 """BullMQEventProvider: distributed events over BullMQ queues, ``emit()`` returns a Future.
 
-Composes a :class:`QueueManager` (a queue and a worker per event type), a
-:class:`CompletionTracker` (request-response over one events thread) and a
-:class:`ScheduledEventManager` (cron / every schedules); each is injectable.
+Composes a ``QueueManager`` (a queue and a worker per event type), a
+``CompletionTracker`` (request-response over one events thread) and a
+``ScheduledEventManager`` (cron / every schedules); each is injectable.
 
     provider = BullMQEventProvider("redis://localhost:6379/0")
     provider.start()
@@ -53,7 +53,7 @@ class BullMQEventProvider:
 
     Durations are seconds. ``default_timeout`` applies to ``emit`` calls that give no
     ``timeout`` (0 = wait forever). ``default_job_options`` / ``default_worker_options``
-    are the keyword options of :meth:`Queue.add` / :class:`Worker`. Every subscription's
+    are the keyword options of ``Queue.add`` / ``Worker``. Every subscription's
     worker runs in one engine (``worker_group``, e.g. shared with a workflow provider;
     else one made here): a thousand event types cost a few threads.
 

@@ -1,6 +1,6 @@
 """ScheduledEventManager: recurring events (cron or every N seconds) as BullMQ job schedulers.
 
-With a :class:`QueueManager` (what :class:`BullMQEventProvider` passes) the
+With a ``QueueManager`` (what ``BullMQEventProvider`` passes) the
 scheduled jobs land on the event's own queue ``{queue_prefix}.{event_name}``,
 wrapped in the EventMessage envelope, so ``subscribe`` handlers receive them
 like any emitted event. Standalone (no QueueManager) it uses its own

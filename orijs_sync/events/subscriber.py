@@ -1,7 +1,7 @@
-"""What an event type's worker runs for each job: the :class:`EventMessage` rebuilt from
+"""What an event type's worker runs for each job: the ``EventMessage`` rebuilt from
 the job alone, the subscriber called inside that message's propagation context.
 
-:class:`Subscriber` is the same as a module-level object holding the subscriber by
+``Subscriber`` is the same as a module-level object holding the subscriber by
 reference, so that with ``default_worker_options={"processes": N}`` it is sent to the
 worker's child processes (``engine.children``) and runs there, where no provider
 exists: nothing it does needs one.

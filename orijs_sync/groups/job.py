@@ -23,7 +23,7 @@ def _float(value: Any) -> float:
 
 @dataclass
 class GroupJob:
-    """A job of a :class:`GroupQueue`. Times are epoch milliseconds, as stored."""
+    """A job of a ``GroupQueue``. Times are epoch milliseconds, as stored."""
 
     id: str
     group_id: str

@@ -86,18 +86,18 @@ class Telemetry:
             return job
 
     def queue_class(self) -> Type[Queue]:
-        """A :class:`Queue` subclass whose ``add`` is traced, for the components that
+        """A ``Queue`` subclass whose ``add`` is traced, for the components that
         take a ``queue_class`` (``QueueManager`` of the event layer, ``FlowProducer``...)."""
         return type("TracedQueue", (_TracedQueue,), {"telemetry": self})
 
     def flow_producer_class(self) -> Type[FlowProducer]:
-        """A :class:`FlowProducer` subclass whose trees are added inside a PRODUCER span
+        """A ``FlowProducer`` subclass whose trees are added inside a PRODUCER span
         (``add flow {queue}.{name}``) whose context every job of the tree carries, for
         the components that take a ``flow_producer_class`` (the workflow provider)."""
         return type("TracedFlowProducer", (_TracedFlowProducer,), {"telemetry": self})
 
     def worker_class(self) -> Type[Worker]:
-        """A :class:`Worker` subclass whose jobs run inside process spans, for the
+        """A ``Worker`` subclass whose jobs run inside process spans, for the
         components that take a ``worker_class``."""
         return type("TracedWorker", (_TracedWorker,), {"telemetry": self})
 

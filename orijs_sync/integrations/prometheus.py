@@ -1,5 +1,5 @@
 """Prometheus metrics (``pip install orijs_sync[prometheus]``): a thin layer over the
-listener hooks of :class:`Worker` and :class:`QueueEvents`.
+listener hooks of ``Worker`` and ``QueueEvents``.
 
     metrics = PrometheusMetrics()                # the default registry, or registry=...
     metrics.instrument_worker(worker)            # completed, failed, duration

@@ -6,9 +6,9 @@ connection option), or an existing ``RedisCluster``. redis-py routes each comman
 script to the node owning its slot and follows ``MOVED``/``ASK``; scripts reload on
 ``NOSCRIPT``. Every key of one queue must share a slot (BullMQ's rule): the
 ``{prefix}:{name}:`` part of its keys must hold a hash tag (``prefix="{orders}"`` or a
-``{...}`` name), which :func:`check_queue` enforces. The events thread reads every node
+``{...}`` name), which ``check_queue`` enforces. The events thread reads every node
 at once on one thread: one ``XREAD BLOCK`` per node, for the streams that node owns,
-multiplexed with ``select`` (:class:`NodeStreams`).
+multiplexed with ``select`` (``NodeStreams``).
 
 Sentinel: a dict with ``sentinels`` (``[(host, port), ...]``) and ``service_name`` (and
 ``sentinel_kwargs`` for the sentinels' own options); every connection asks the
@@ -178,7 +178,7 @@ def _startup_nodes(connection: Any) -> Tuple[List[ClusterNode], Dict[str, Any]]:
 
 
 class ClusterConnection(RedisConnection):
-    """A Redis Cluster: ``client`` is a :class:`ClusterClient` (thread-safe, routing by
+    """A Redis Cluster: ``client`` is a ``ClusterClient`` (thread-safe, routing by
     slot); blocking roles get a cluster client of their own."""
 
     is_cluster = True

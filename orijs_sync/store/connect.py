@@ -1,4 +1,4 @@
-"""What ``connection=`` takes -> the :class:`RedisConnection` for it (plain, or a Cluster
+"""What ``connection=`` takes -> the ``RedisConnection`` for it (plain, or a Cluster
 or Sentinel one from ``cluster``), and the base of the classes that take it.
 
 Apart from ``connection`` so that neither ``connection`` nor ``cluster`` imports the

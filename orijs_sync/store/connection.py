@@ -97,7 +97,7 @@ def text_options(kwargs: Dict[str, Any], *, packer: bool = True) -> None:
 
 def translate(exc: Exception, address: str) -> errors.OrijsError:
     """The library's error for a redis-py one (which the caller keeps as ``__cause__``):
-    every error a public call raises derives from :class:`errors.OrijsError`. One Redis
+    every error a public call raises derives from ``errors.OrijsError``. One Redis
     and a cluster alike: ``exc`` is one of ``REDIS_PY_ERRORS``."""
     if isinstance(exc, _UNREACHABLE):
         return errors.ConnectionError(f"Redis at {address} failed: {exc}")
@@ -162,7 +162,7 @@ class _TranslatingPipeline(Pipeline):
 
 class Client(redis.Redis):
     """A ``redis.Redis`` whose errors are the library's: connection failures raise
-    :class:`errors.ConnectionError`, error replies :class:`errors.RedisError`."""
+    ``errors.ConnectionError``, error replies ``errors.RedisError``."""
 
     address = "?"
     make_pool: Callable[[], redis.ConnectionPool]     # a new pool of the same options
@@ -186,9 +186,9 @@ class RedisConnection:
     """Owns the connection pool shared by one component, and makes blocking clients.
 
     Thread-safe: ``client`` is a pooled ``redis.Redis``; each blocking role asks
-    :meth:`blocking_client` for a client with a connection of its own. A cluster or a
+    ``blocking_client`` for a client with a connection of its own. A cluster or a
     Sentinel is a subclass (``orijs_sync.store.cluster``), made by
-    :func:`~orijs_sync.store.connect.as_connection`.
+    ``orijs_sync.store.connect.as_connection``.
     """
 
     is_cluster = False      # keys of one queue must share a slot; no direct connections

@@ -8,7 +8,7 @@
   holds it (so an events thread may rest);
 - ``event_tailer``: one events thread's XREAD BLOCK loop.
 
-May import: :mod:`orijs_sync.errors`, :mod:`orijs_sync.base`, :mod:`orijs_sync.store`,
-the job model and :mod:`orijs_sync.engine` (its local hand-off). ``queue_events`` only
+May import: ``orijs_sync.errors``, ``orijs_sync.base``, ``orijs_sync.store``,
+the job model and ``orijs_sync.engine`` (its local hand-off). ``queue_events`` only
 under ``TYPE_CHECKING``.
 """

@@ -114,6 +114,6 @@ def no_result(what: str, job_id: Optional[str], seconds: Optional[float],
 def result_or_named_timeout(fut: "Future[Any]", timeout: Optional[float], what: str,
                             job_id: Optional[str]) -> Any:
     """``Future.result(timeout)``, but a wait cut short by ``timeout`` raises
-    :func:`no_result` (an ``errors.TimeoutError``) instead of an empty ``TimeoutError``."""
+    ``no_result`` (an ``errors.TimeoutError``) instead of an empty ``TimeoutError``."""
     return _bounded_wait(lambda seconds: Future.result(fut, seconds), fut.done, timeout,
                          lambda: no_result(what, job_id, timeout))

@@ -200,8 +200,8 @@ class ProviderBase:
     def get_result(self, flow_id: str, workflow_name: Optional[str] = None, *,
                    timeout: Optional[Seconds] = None) -> Any:
         """Wait for a flow's result (OriJS's getResult): ``get_handle(...).result()``.
-        Raises the workflow's error, :class:`WorkflowNotFoundError`, or
-        :class:`WorkflowTimeoutError` after ``timeout`` (default ``default_timeout``)
+        Raises the workflow's error, ``WorkflowNotFoundError``, or
+        ``WorkflowTimeoutError`` after ``timeout`` (default ``default_timeout``)
         plus ``stall_interval``."""
         return self.get_handle(flow_id, workflow_name, timeout=timeout).result()
 

@@ -6,7 +6,7 @@ with the job as it was taken: the workers ask for them); run
 the step (or the members of a ``__parallel__:a,b`` group); return a result wrapper.
 On a failure that will not be retried: run the rollbacks of every completed step in
 reverse order (a parallel group's successful members first), store the OriJS failure
-record (``{queue_prefix}:workflow-failure:{hash}``, see :mod:`._failure_codec`), write
+record (``{queue_prefix}:workflow-failure:{hash}``, see ``._failure_codec``), write
 a summary line to the job's logs (error types and rolled-back steps, for Python
 readers), settle the handle at once if it is waiting in this process, and fail the
 job with the record's text as its ``failedReason`` (the step's own exception is the

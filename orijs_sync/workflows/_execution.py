@@ -1,6 +1,6 @@
 """Running steps, parallel groups and rollbacks: shared by both providers.
 
-A :class:`StepExecutor` owns one thread pool (threads made on demand, up to
+A ``StepExecutor`` owns one thread pool (threads made on demand, up to
 ``max_workers``), used for the members of parallel groups and for steps run under
 a ``step_timeout``. Handlers run inside ``propagation_context(ctx.meta)``. Threads
 never wait on this pool from inside it, so it cannot deadlock; a step that outlives
@@ -104,7 +104,7 @@ class StepExecutor:
     def run_group(self, names: Sequence[str], resolve: Resolver, ctx: WorkflowContext,
                   parallel: bool) -> Dict[str, Any]:
         """Run one step (``parallel=False``, one name) or a parallel group; returns results
-        by step name, or raises :class:`GroupFailed`."""
+        by step name, or raises ``GroupFailed``."""
         if not parallel:
             name = names[0]
             try:

@@ -6,8 +6,8 @@ record ``{queue_prefix}:workflow-failure:{hash}``, and of a step job's failedRea
   ``{"primary": {"name", "message", "stepName"?}, "rollbacks": [{"name", "message"}]}``
   (compact, as ``JSON.stringify`` writes it).
 
-:func:`decode_failure` turns any such text (or BullMQ's ``child <key> failed``, or any
-other message) back into our :class:`WorkflowFailedError`.
+``decode_failure`` turns any such text (or BullMQ's ``child <key> failed``, or any
+other message) back into our ``WorkflowFailedError``.
 """
 from __future__ import annotations
 

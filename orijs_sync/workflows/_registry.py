@@ -5,7 +5,7 @@
   one GET. Non-fatal both ways: a failed SET is logged, a missing key falls back to
   asking each known workflow queue for a job with that id;
 - the failure record ``{queue_prefix}:workflow-failure:{hash(flow id)}`` -> the failed
-  workflow's error message (see :mod:`._failure_codec`), 15 minutes: written by the
+  workflow's error message (see ``._failure_codec``), 15 minutes: written by the
   process whose step failed for the last time, read by the one waiting for the flow.
 
 The hash is ``Bun.hash(flowId).toString(36)``: wyhash, seed 0, in base 36.

@@ -9,13 +9,13 @@
     provider.stop()
 
 No per-flow state is needed to run a workflow: step results travel up the job
-tree (see :mod:`.results`), handlers come from the :class:`StepRegistry`. The
+tree (see ``.results``), handlers come from the ``StepRegistry``. The
 process that calls ``execute`` keeps a pending result and a local status per flow
-(:class:`FlowTracker`), settled by one :class:`QueueEvents` thread over every
+(``FlowTracker``), settled by one ``QueueEvents`` thread over every
 workflow queue it knows, by a local step failure, or by the timeout (base +
 ``stall_interval``; before rejecting, the job's state is read from Redis).
 
-Threads, all owned and joined by :meth:`stop`: two workers per registered workflow
+Threads, all owned and joined by ``stop``: two workers per registered workflow
 (step jobs and workflow jobs), one events thread, one timer thread, a pool for
 parallel members and timed steps, a small pool for Redis reads the events and
 timer threads must not block on.
@@ -394,7 +394,7 @@ class BullMQWorkflowProvider(ProviderBase):
         added, else found through the registry key, then the known workflow queues); it
         settles as ``execute``'s does, within ``timeout`` (default ``default_timeout``)
         plus ``stall_interval``. Raises
-        :class:`WorkflowNotFoundError` when no workflow job has this id."""
+        ``WorkflowNotFoundError`` when no workflow job has this id."""
         effective = self._effective_timeout(timeout)
         self._check_started()
         local = self._local_flow(flow_id, workflow_name)

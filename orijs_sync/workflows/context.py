@@ -1,6 +1,6 @@
 """WorkflowContext: what a step, a rollback and ``on_complete`` receive.
 
-Propagation meta comes from :mod:`orijs_sync.events.context`: ``execute`` takes
+Propagation meta comes from ``orijs_sync.events.context``: ``execute`` takes
 the caller's current meta when none is given, and handlers run inside
 ``propagation_context(meta)``, so an event emitted from a step carries the
 workflow's meta.

@@ -110,7 +110,7 @@ ParallelItem = Union[str, Tuple[str, StepHandler],
 
 @dataclass
 class Workflow:
-    """A workflow definition, built with :meth:`step` and :meth:`parallel` (chainable).
+    """A workflow definition, built with ``step`` and ``parallel`` (chainable).
 
     ``on_complete(ctx)``, if given, makes the workflow's result; without it the result
     is the dict of every step's result by step name. ``attempts``/``backoff`` are the
@@ -118,7 +118,7 @@ class Workflow:
     runs once when the workflow fails, where the failure is decided (the process whose
     step failed for the last time), after the rollbacks: ``ctx.results`` holds the
     results so far, ``ctx.step_name`` the failed step, ``error`` is the
-    :class:`WorkflowFailedError` the caller gets; if it raises, that is logged.
+    ``WorkflowFailedError`` the caller gets; if it raises, that is logged.
     """
 
     name: str
@@ -153,8 +153,8 @@ class Workflow:
 
     def parallel(self, *items: ParallelItem) -> "Workflow":
         """Append a group of two or more steps run concurrently: ``(name, handler)``,
-        ``(name, handler, rollback)``, :class:`StepDef` or, declared only, ``name``
-        items. One step alone is :meth:`step`."""
+        ``(name, handler, rollback)``, ``StepDef`` or, declared only, ``name``
+        items. One step alone is ``step``."""
         steps: List[StepDef] = []
         for i, item in enumerate(items):
             steps.append(self._parallel_step(item, f"items[{i}]", steps))

@@ -1,9 +1,9 @@
-"""Errors of the workflow layer, all under :mod:`orijs_sync.errors`' tree.
+"""Errors of the workflow layer, all under ``orijs_sync.errors``' tree.
 
-A failed workflow fails its handle with :class:`WorkflowFailedError` (a
-:class:`orijs_sync.errors.RolledBackError`): ``primary`` is a :class:`StepFailedError`
+A failed workflow fails its handle with ``WorkflowFailedError`` (a
+``orijs_sync.errors.RolledBackError``): ``primary`` is a ``StepFailedError``
 naming the step and its error, ``rollback_errors`` holds one
-:class:`RollbackFailedError` per rollback handler that raised. The same shapes
+``RollbackFailedError`` per rollback handler that raised. The same shapes
 come back whichever process ran the step: across processes they are rebuilt
 from what the failing step wrote to Redis (a summary line in its job logs, else
 the OriJS failure record or ``failedReason``, decoded from OriJS's formats:
@@ -84,7 +84,7 @@ class RollbackFailedError(errors.OrijsError):
 
 
 class WorkflowFailedError(errors.RolledBackError):
-    """A workflow failed: ``primary`` (a :class:`StepFailedError`), the rollback errors,
+    """A workflow failed: ``primary`` (a ``StepFailedError``), the rollback errors,
     and ``rolled_back``: the steps whose rollback ran, in the order they ran."""
 
     def __init__(self, workflow_name: str, flow_id: str, primary: StepFailedError,

@@ -10,7 +10,7 @@ The tracker holds two maps, both guarded by one lock and both bounded:
   (LRU proxy): the oldest is evicted at ``max_flow_states`` (0: no limit); a settled
   flow's state is removed ``cleanup_delay`` seconds later (0: never), as in OriJS.
 
-Timeouts and cleanups are entries of the provider's single :class:`Timer`.
+Timeouts and cleanups are entries of the provider's single ``Timer``.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ FlowKey = Tuple[str, str]
 
 
 class FlowHandle(CheckedFuture):
-    """A :class:`concurrent.futures.Future` of a workflow's result, with ``id`` (the flow
+    """A ``concurrent.futures.Future`` of a workflow's result, with ``id`` (the flow
     id) and ``status()``. A running workflow cannot be cancelled: ``cancel()`` is False.
     Done-callbacks never run on the library's threads (see ``CheckedFuture``)."""
 

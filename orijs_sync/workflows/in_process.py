@@ -43,7 +43,7 @@ class _Aborted(Exception):
 
 
 class InProcessWorkflowProvider(ProviderBase):
-    """Same options as :class:`BullMQWorkflowProvider` but the Redis ones; ``concurrency``
+    """Same options as ``BullMQWorkflowProvider`` but the Redis ones; ``concurrency``
     workflows run at once."""
 
     _prefer_registered = True
@@ -274,7 +274,7 @@ class InProcessWorkflowProvider(ProviderBase):
     def get_handle(self, flow_id: str, workflow_name: Optional[str] = None, *,
                    timeout: Optional[Seconds] = None) -> FlowHandle:
         """A handle on a flow of this provider whose local state still lives.
-        Raises :class:`WorkflowNotFoundError` otherwise."""
+        Raises ``WorkflowNotFoundError`` otherwise."""
         effective = self._effective_timeout(timeout)
         self._check_started()
         for name in [workflow_name] if workflow_name else self._known_names():

@@ -9,7 +9,7 @@ children's values)::
     {"__version": "1", "__parallelResults": {"email": ..., "sms": ...},
      "__priorResults": {...}}                                    # a parallel group
 
-:func:`flatten_child_results` turns ``{"bull:q:id": wrapper, ...}`` into
+``flatten_child_results`` turns ``{"bull:q:id": wrapper, ...}`` into
 ``{"validate": ..., "charge": ..., "email": ..., "sms": ...}``. Every merged value
 is sanitized (the keys ``__proto__``, ``constructor`` and ``prototype`` are dropped
 at any depth, as OriJS's ``Json.sanitize`` does, since a TypeScript service may read

@@ -22,8 +22,15 @@ def test_mkdocs_builds_strict_with_the_api_reference(tmp_path):
                           env=dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(ROOT)))
     assert proc.returncode == 0, proc.stderr
     reference = (tmp_path / "reference" / "index.html").read_text()
-    for documented in ("add_bulk", "get_metrics", "get_workers", "wait_until_finished"):
+    for documented in ("add_bulk", "get_metrics", "get_workers", "wait_until_finished",
+                       "update_progress", "get_job_logs", "GroupQueue", "InProcessEventProvider",
+                       "redis_url", "Tasks"):
         assert documented in reference
+    for role in (":class:", ":meth:", ":func:", ":mod:", ":attr:"):
+        assert role not in reference, f"a raw Sphinx role {role} shows in the reference"
+    index = (tmp_path / "search" / "search_index.json").read_text()
+    for name in ("update_progress", "get_job_logs", "jitter", "processes", "job_timeout"):
+        assert name in index, f"search finds nothing for {name}"
     for page in PAGES:
         assert (ROOT / "docs" / page).is_file(), page
 

@@ -1,6 +1,6 @@
-"""``settings.ORIJS_SYNC`` -> the process's :class:`~orijs_sync.contrib.hub.Hub`, made on
+"""``settings.ORIJS_SYNC`` -> the process's ``orijs_sync.contrib.hub.Hub``, made on
 first use, remade after the setting changes (``override_settings`` in tests) or after
-:func:`close`."""
+``close``."""
 from __future__ import annotations
 
 import threading
