@@ -18,7 +18,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 
 def test_every_pattern_of_the_guide_has_a_page():
     assert {p.stem for p in PAGES} >= {
-        "bulk-across-queues", "named-processor", "flows", "idempotent-jobs", "throttle-jobs",
+        "bulk-across-queues", "manual-processing", "named-processor", "flows", "idempotent-jobs", "throttle-jobs",
         "process-step-jobs", "fail-fast", "stop-retrying", "timeout-jobs",
         "timeout-child-processes", "redis-cluster"}
 
