@@ -42,9 +42,10 @@ _POOL_INTERNALS = frozenset({"himport_registry", "maint_notifications_pool_handl
 # to what it needs: ``ACL SETUSER app on >pw ~bull:* -@all +bzpopmin +del ...``.
 ACL_COMMANDS = (
     "bzpopmin", "client|list", "client|setname", "del", "evalsha", "exec", "exists", "get",
-    "hdel", "hello", "hexists", "hget", "hgetall", "hincrby", "hlen", "hmget", "hscan",
-    "hset", "incr", "llen", "lpos", "lpush", "lrange", "lrem", "ltrim", "multi", "pexpire",
-    "ping", "pttl", "rename", "rpoplpush", "rpush", "sadd", "scan", "scard",
+    "hdel", "hello", "hexists", "hget", "hgetall", "hincrby", "hkeys", "hlen", "hmget",
+    "hscan", "hset", "incr", "llen", "lpos", "lpush", "lrange", "lrem", "ltrim", "multi",
+    "persist", "pexpire", "ping", "pttl", "rename", "rpoplpush", "rpush", "sadd", "scan",
+    "scard",
     "script|exists", "script|load", "select", "set", "sismember", "smembers", "srem",
     "sscan", "xadd", "xread", "xrevrange", "xtrim", "zadd", "zcard", "zpopmin", "zrange",
     "zrangebyscore", "zrem", "zremrangebyrank", "zrevrange", "zrevrangebyscore", "zscore")

@@ -333,7 +333,7 @@ def test_worker_options_are_validated(gq: GroupQueue, kwargs: Dict[str, Any],
 
 def test_defaults_are_groupmqs(gq: GroupQueue) -> None:
     params = inspect.signature(GroupWorker).parameters
-    assert params["concurrency"].default == 1
+    assert params["concurrency"].default is None       # 1, or ``processes`` with them
     assert params["enable_cleanup"].default is True
     assert params["cleanup_interval"].default == 60
     w = GroupWorker(gq, print)

@@ -81,8 +81,8 @@ def test_bad_durations_raise_library_errors(gq):
         GroupWorker(gq, print, stalled_interval=0)
     with pytest.raises(GroupOptionError):
         GroupWorker(gq, print, concurrency=0)
-    with pytest.raises(GroupOptionError):
-        GroupWorker(gq, "not callable")
+    with pytest.raises(errors.InvalidArgument, match="handler"):
+        GroupWorker(gq, "not callable")        # a string is an import name: not one
     worker = GroupWorker(gq, print)
     with pytest.raises(GroupOptionError):
         worker.close(timeout=-1)

@@ -115,7 +115,7 @@ def test_close_past_its_timeout_gives_the_job_back_to_its_group(gq, redis_url, n
 def test_a_handler_by_name_runs_on_a_thread_without_processes(gq):
     job = gq.add(group_id="g", data={})
     with GroupWorker(gq, "proc_handlers_int:pid") as worker:
-        assert worker.process_options is None and worker.concurrency == 8
+        assert worker.process_options is None and worker.concurrency == 1
         finished(gq, [job.id])
     assert gq.get_job(job.id).returnvalue == os.getpid()
 

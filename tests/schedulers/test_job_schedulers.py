@@ -291,7 +291,8 @@ def test_end_date_before_the_first_tick_adds_nothing(queue, namespace, r):
     {"pattern": ""},
     {"pattern": "* * * * *", "tz": "Mars/Olympus"},
     {"every": 10, "limit": 0},
-    {"every": 10, "end_date": datetime.now() - timedelta(seconds=1)},
+    {"every": 10, "end_date": 1_000},          # ms since the epoch: 1970
+    {"every": 10, "end_date": datetime(2001, 1, 1)},
     {"every": 10, "template": {"name": ""}},
     {"every": 10, "template": {"data": {"x": object()}}},
     {"every": 10, "template": {"opts": {"job_id": "mine"}}},
