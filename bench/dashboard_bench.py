@@ -25,15 +25,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import redis  # noqa: E402
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server  # noqa: E402
-from socketserver import ThreadingMixIn  # noqa: E402
 
+from orijs_sync.cli.dashboard_cmd import threaded_server  # noqa: E402
 from orijs_sync.dashboard import Dashboard  # noqa: E402
 from orijs_sync.testing import RedisServer  # noqa: E402
 
 # KEYS[1] the state's key; ARGV: key base, first id, count, "zset" or "list", now (ms)
 FILL = """
-local base, first, count, kind, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+local base, first, count = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local kind, now = ARGV[4], tonumber(ARGV[5])
 for n = first, first + count - 1 do
   local id = tostring(n)
   redis.call("HSET", base .. id, "name", "job-" .. id, "data", '{"n":' .. id .. '}',
@@ -70,15 +70,6 @@ def fill(client: redis.Redis, jobs: int, queues: int, chunk: int = 50_000) -> fl
     return time.perf_counter() - started
 
 
-class _Server(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-
-
-class _Quiet(WSGIRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
-
-
 def timed(url: str) -> float:
     started = time.perf_counter()
     with urllib.request.urlopen(url, timeout=60) as reply:
@@ -99,7 +90,7 @@ def main() -> None:
         print(f"setup: {args.jobs:,} completed + {args.jobs:,} waiting jobs, "
               f"{args.queues:,} queues, {client.dbsize():,} keys in {seconds:.1f} s")
         with Dashboard(server.url) as board:
-            httpd = make_server("127.0.0.1", 0, board, server_class=_Server, handler_class=_Quiet)
+            httpd = threaded_server(board, log_requests=False)
             thread = threading.Thread(target=httpd.serve_forever, daemon=True)
             thread.start()
             base = f"http://127.0.0.1:{httpd.server_port}"
@@ -112,6 +103,7 @@ def main() -> None:
             print(f"queue list: first request {cold * 1000:.0f} ms, next one during the first "
                   f"SCAN pass {during * 1000:.0f} ms; the pass ended "
                   f"{time.perf_counter() - started + cold + during:.1f} s after the first request")
+            middle = args.jobs // 2
             pages: List[Tuple[str, str]] = [
                 ("queues, page 1 of 20", "/queues"),
                 ("queues, page 20 of 20", "/queues?page=20"),
@@ -121,10 +113,10 @@ def main() -> None:
                 ("1M completed, last page", f"/queues/big/completed?page={args.jobs // size}"),
                 ("1M completed, search by name (newest 1000)",
                  "/queues/big/completed?name=job-99"),
-                ("1M completed, search by id", "/queues/big/completed?id=500000"),
+                ("1M completed, search by id", f"/queues/big/completed?id={middle}"),
                 ("1M waiting (list), first page", "/queues/biglist/wait"),
                 ("1M waiting (list), page 20,000", "/queues/biglist/wait?page=20000"),
-                ("a job's page", "/queues/big/jobs/500000"),
+                ("a job's page", f"/queues/big/jobs/{middle}"),
             ]
             print(f"{'page':48} {'median':>9} {'p95':>9} {'max':>9}")
             for label, path in pages:
