@@ -3,7 +3,7 @@ its result shown and checked in Redis; a job that moved meanwhile is refused wit
 message naming its state now."""
 from __future__ import annotations
 
-from dash_http import Client
+from dash_http import Client, csrf_token
 
 from orijs_sync import Queue, Worker
 from orijs_sync.testing import wait_until
@@ -118,3 +118,38 @@ def test_read_only_hides_and_refuses_actions(redis_url, prefix, dashboard_server
         assert status == 403 and "read-only" in page
     assert q.get_job_state(job.id) == "failed"
     q.close()
+
+
+def test_remove_of_an_active_job_is_refused(board, dashboard_server, redis_url, prefix):
+    import threading
+    release = threading.Event()
+    with Queue("busy", connection=redis_url, prefix=prefix) as q:
+        job = q.add("slow", {})
+        with Worker("busy", lambda j: release.wait(30), connection=redis_url, prefix=prefix,
+                    drain_delay=1).start():
+            wait_until(lambda: q.get_job_state(job.id) == "active")
+            client = Client(dashboard_server(board), follow=True)
+            token = csrf_token(client.get(f"/queues/busy/jobs/{job.id}")[2])
+            status, _, page = client.post(f"/queues/busy/jobs/{job.id}/remove",
+                                          {"csrf_token": token})
+            assert status == 200
+            assert f"Cannot remove job {job.id}: it is active now" in page
+            assert q.get_job_state(job.id) == "active"
+            release.set()
+            wait_until(lambda: q.get_job_state(job.id) == "completed")
+
+
+def test_clean_with_a_bad_grace_says_why(board, dashboard_server, redis_url, prefix):
+    with Queue("cleanq", connection=redis_url, prefix=prefix) as q:
+        q.add("x", {})
+        client = Client(dashboard_server(board), follow=True)
+        token = csrf_token(client.get("/queues/cleanq")[2])
+        for grace in ("soon", "-5"):
+            status, _, page = client.post("/queues/cleanq/clean",
+                                          {"csrf_token": token, "state": "wait",
+                                           "grace": grace})
+            assert status == 200 and "Cannot clean cleanq" in page, grace
+        _, _, page = client.post("/queues/cleanq/clean", {"csrf_token": token,
+                                                          "state": "nonsense"})
+        assert "state must be one of" in page
+        assert q.get_job_counts("waiting")["waiting"] == 1

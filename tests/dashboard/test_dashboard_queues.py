@@ -16,6 +16,8 @@ def test_queues_list_shows_counts_and_links(board, dashboard_server, redis_url, 
         q.add("welcome", {"to": "a@example.com"})
         q.add("later", {}, delay=60)
         q.pause()
+        q.set_global_concurrency(3)
+        q.set_global_rate_limit(10, 1.5)
     base = dashboard_server(board)
     status, page = _get(base + "/queues")
     assert status == 200
@@ -23,7 +25,9 @@ def test_queues_list_shows_counts_and_links(board, dashboard_server, redis_url, 
     assert "paused" in page
     status, page = _get(base + "/queues/emails")
     assert status == 200
-    assert "Global concurrency" in page
+    assert '<dd class="concurrency">3</dd>' in page
+    assert '<dd class="rate-limit">10 jobs per 1.5 s</dd>' in page
+    assert "<dt>Paused</dt><dd>yes</dd>" in page
 
 
 def test_mounted_under_script_name(board, dashboard_server, redis_url, prefix):
@@ -78,3 +82,14 @@ def test_queue_list_is_paginated(board, dashboard_server, redis_url, prefix, r):
     assert 'href="/queues/p049"' in page and 'href="/queues/p050"' not in page
     _, page = _get(base + "/queues?page=3")
     assert 'href="/queues/p119"' in page and 'href="/queues/p099"' not in page
+
+
+def test_without_jinja2_the_import_error_names_the_extra():
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['jinja2'] = None\n"
+            "try:\n    import orijs_sync.dashboard\n"
+            "except ImportError as exc:\n    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert "pip install orijs-sync[dashboard]" in out.stdout, out.stderr
