@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set
 import redis
 
 from .. import errors
+from ..base import fork
 from ..keys import QueueKeys
 from ..store.workers_list import parse_client_list, queue_client_name
 
@@ -48,6 +49,18 @@ class QueueDirectory:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
+        fork.track(self)
+
+    def _after_fork_in_child(self) -> None:
+        """A forked child (gunicorn ``--preload``) keeps the names found, gets fresh
+        locks and events, and starts its own scanning thread on first use."""
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._first_pass = threading.Event()
+        if self._done is not None:
+            self._first_pass.set()
+        self._partial = set()
+        self._thread = None
 
     @property
     def complete(self) -> bool:

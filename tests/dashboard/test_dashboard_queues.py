@@ -93,3 +93,29 @@ def test_without_jinja2_the_import_error_names_the_extra():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60)
     assert "pip install orijs-sync[dashboard]" in out.stdout, out.stderr
+
+
+def test_a_forked_child_scans_on_its_own(redis_url, prefix):
+    """gunicorn --preload: the Dashboard made in the parent serves in the child."""
+    import os
+    import signal
+
+    from orijs_sync.dashboard import Dashboard
+    from orijs_sync.testing import wait_until
+    with Queue("forked", connection=redis_url, prefix=prefix) as q:
+        q.add("x", {})
+    with Dashboard(redis_url, prefix=prefix, queue_list_ttl=3600) as board:
+        wait_until(lambda: board.queues.names() == ["forked"])
+        board.queues._lock.acquire()          # held by a parent thread at fork time
+        pid = os.fork()
+        if pid == 0:                          # pragma: no cover - the child reports by exit code
+            code = 1
+            signal.alarm(20)                  # a lock left held would hang it: killed
+            try:
+                board.queues.forget()
+                code = 0 if board.queues.names() == ["forked"] else 3
+            finally:
+                os._exit(code)
+        board.queues._lock.release()
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
