@@ -84,7 +84,7 @@ class Dashboard:
         self.templates = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(HERE / "templates")), autoescape=True,
             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-        self.templates.filters.update(pretty_json=pretty_json, ms_date=ms_date)
+        self.templates.filters.update(pretty_json=pretty_json, ms_date=ms_date, clip=clip)
         self._static = {path.name: path for path in (HERE / "static").iterdir()
                         if path.is_file()}
         _load_views()
@@ -225,6 +225,13 @@ def _takes_two_arguments(func: Optional[Callable[..., Any]]) -> bool:
 def pretty_json(value: Any) -> str:
     """A value as indented JSON text (escaped by the template like any text)."""
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def clip(text: str, limit: int = 100_000) -> str:
+    """``text`` cut at ``limit`` characters, saying so (a job's payload may be huge)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n… ({len(text):,} characters; the first {limit:,} shown)"
 
 
 def ms_date(value: Any) -> str:

@@ -21,7 +21,7 @@ def queues(req: Request) -> Response:
     for summary in found:
         summary.workers = workers[summary.name]
     drawn = {q.name: charts.throughput(q.completed_per_minute, q.failed_per_minute,
-                                       width=120, height=24) for q in found}
+                                       points=30, width=120, height=24) for q in found}
     return req.dashboard.render(req, "queues.html", queues=found, total=len(names),
                                 page=page, pages=pages, states=data.STATES, charts=drawn,
                                 complete=req.dashboard.queues.complete)

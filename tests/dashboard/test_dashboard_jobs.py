@@ -105,3 +105,11 @@ def test_flow_tree_links(board, dashboard_server, browser, redis_url, prefix):
     children[0].click()
     browser.find_element("css selector", "a.parent").click()
     assert browser.current_url.endswith(f"/queues/orders/jobs/{node.job.id}")
+
+
+def test_a_huge_payload_is_cut(board, dashboard_server, redis_url, prefix):
+    with Queue("huge", connection=redis_url, prefix=prefix) as q:
+        job = q.add("big", {"blob": "x" * 300_000, "tail": "THE-END"})
+    _, _, page = Client(dashboard_server(board)).get(f"/queues/huge/jobs/{job.id}")
+    assert "the first 100,000 shown" in page and "THE-END" not in page
+    assert len(page) < 150_000
