@@ -48,8 +48,9 @@ class Dashboard:
     returns whether the request may go on: ``action`` is None for a page, the action's
     name (``"retry"``, ``"promote"``, ``"remove"``, ``"clean"``, ``"pause"``, ``"resume"``,
     ``"drain"``...) for a POST; a one-argument predicate is asked for both. ``read_only``
-    hides every action and refuses its POST. ``secret`` signs the CSRF tokens (give the
-    same one to every process serving the dashboard; default: random per instance).
+    hides every action and refuses its POST. ``secret`` signs the CSRF tokens (default: a
+    random one kept in Redis under ``orijs_sync:dashboard:secret``, shared by every
+    process serving the dashboard; a web framework's own secret key fits too).
     ``queues`` names the queues to list (default: every queue found under ``prefix`` by a
     background SCAN, repeated ``queue_list_ttl`` seconds after each pass).
     """
@@ -73,8 +74,9 @@ class Dashboard:
         self.title = title
         self._authorize = authorize
         self._authorize_takes_action = _takes_two_arguments(authorize)
-        self.signer = security.Signer(secret.encode("utf-8") if isinstance(secret, str)
-                                      else secret)
+        self.signer = security.Signer(
+            secret.encode("utf-8") if isinstance(secret, str) else secret,
+            load=lambda: security.shared_secret(self.connection.client))
         if queues is not None and (isinstance(queues, str) or
                                    not all(isinstance(q, str) and q for q in queues)):
             raise errors.InvalidArgument("queues must be a list of queue names", "queues",
@@ -162,13 +164,13 @@ class Dashboard:
             req.set_cookies.append(security.cookie_header(
                 security.SESSION_COOKIE, session, req.script_name or "/",
                 secure=req.environ.get("wsgi.url_scheme") == "https"))
-        req.csrf_token = self.signer.csrf_token(session)
+        req.session = session
 
     # -- rendering -------------------------------------------------------------
     def render(self, req: web.Request, template: str, http_status: int = 200,
                **context: Any) -> web.Response:
         """A page from ``templates/`` (autoescaped) with the layout's context."""
-        flash = self.signer.unpack(req.cookies.get(security.FLASH_COOKIE))
+        flash = self._flash(req)
         if req.cookies.get(security.FLASH_COOKIE):
             req.set_cookies.append(security.cookie_header(
                 security.FLASH_COOKIE, "", req.script_name or "/", max_age=0))
@@ -176,6 +178,12 @@ class Dashboard:
             req=req, board=self, flash=flash, nav=NAV, csrf_field=security.CSRF_FIELD,
             **context)
         return web.Response(page, http_status)
+
+    def _flash(self, req: web.Request) -> Optional[Dict[str, Any]]:
+        try:
+            return self.signer.unpack(req.cookies.get(security.FLASH_COOKIE))
+        except OUTAGE_ERRORS:      # the secret is in Redis: the outage page shows none
+            return None
 
     def error_page(self, req: web.Request, status: int, message: str,
                    template: str = "error.html") -> web.Response:

@@ -12,20 +12,41 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import secrets
-from typing import Any, Dict, Optional, Tuple
+import threading
+from typing import Any, Callable, Dict, Optional, Tuple
 from urllib.parse import urlsplit
+
+import redis
+
+from .. import errors
+
+log = logging.getLogger("orijs_sync.dashboard")
 
 SESSION_COOKIE = "orijs_dashboard_session"
 FLASH_COOKIE = "orijs_dashboard_flash"
 CSRF_FIELD = "csrf_token"
+SECRET_KEY = "orijs_sync:dashboard:secret"     # outside any queue prefix: no queue's key
 
 
 class Signer:
-    """HMAC-SHA256 under one secret (the dashboard's)."""
+    """HMAC-SHA256 under one secret: the one given, else the one ``load`` returns (asked
+    on first use, again after a failure), else a random one."""
 
-    def __init__(self, secret: Optional[bytes]) -> None:
-        self.secret = secret or secrets.token_bytes(32)
+    def __init__(self, secret: Optional[bytes],
+                 load: Optional[Callable[[], bytes]] = None) -> None:
+        self._secret = secret or None
+        self._load = load
+        self._lock = threading.Lock()
+
+    @property
+    def secret(self) -> bytes:
+        if self._secret is None:
+            with self._lock:
+                if self._secret is None:
+                    self._secret = self._load() if self._load else secrets.token_bytes(32)
+        return self._secret
 
     def sign(self, value: str) -> str:
         digest = hmac.new(self.secret, value.encode("utf-8"), hashlib.sha256).digest()
@@ -55,6 +76,22 @@ class Signer:
         except ValueError:
             return None
         return payload if isinstance(payload, dict) else None
+
+
+def shared_secret(client: Any) -> bytes:
+    """The secret every dashboard on this Redis shares (so the processes of one deployment
+    accept each other's tokens): a random value kept under ``SECRET_KEY``, made by the
+    first dashboard that needs it. A server refusing the write (a read-only ACL user)
+    leaves this process a random secret of its own, with a warning."""
+    try:
+        client.set(SECRET_KEY, secrets.token_hex(32), nx=True)
+        value = client.get(SECRET_KEY)
+    except (redis.exceptions.ResponseError, errors.PermissionDenied) as exc:
+        log.warning("dashboard: cannot keep the CSRF secret in Redis (%s): this process "
+                    "uses its own; pass Dashboard(secret=...) when several processes serve "
+                    "the dashboard", exc)
+        return secrets.token_bytes(32)
+    return str(value).encode("utf-8")
 
 
 def new_session() -> str:

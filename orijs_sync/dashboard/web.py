@@ -68,7 +68,7 @@ class Request:
             cookie = SimpleCookie()
         self.cookies = {key: morsel.value for key, morsel in cookie.items()}
         self.form: Dict[str, str] = {}
-        self.csrf_token = ""
+        self.session = ""                   # the session cookie's value (set by the app)
         self.set_cookies: List[str] = []    # Set-Cookie values added to the response
 
     def read_form(self) -> None:
@@ -90,6 +90,11 @@ class Request:
         url = f"{self.script_name}/{path}"
         params = {k: v for k, v in query.items() if v is not None and v != ""}
         return f"{url}?{urlencode(params)}" if params else url
+
+    @property
+    def csrf_token(self) -> str:
+        """The token this session's forms carry (an HMAC of the session cookie)."""
+        return self.dashboard.signer.csrf_token(self.session)
 
     def flash(self, message: str, kind: str = "ok") -> None:
         """A message shown on the next page (a signed cookie): ``kind`` "ok" or "error"."""

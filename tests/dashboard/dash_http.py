@@ -16,9 +16,10 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 class Client:
-    def __init__(self, base: str, follow: bool = False) -> None:
+    def __init__(self, base: str, follow: bool = False,
+                 jar: Optional[http.cookiejar.CookieJar] = None) -> None:
         self.base = base
-        self.jar = http.cookiejar.CookieJar()
+        self.jar = jar if jar is not None else http.cookiejar.CookieJar()
         handlers = [urllib.request.HTTPCookieProcessor(self.jar)]
         if not follow:
             handlers.append(_NoRedirect())

@@ -249,3 +249,23 @@ def test_unknown_pages_and_methods(board, dashboard_server):
     assert client.get("/static/../app.py")[0] == 404
     assert client.get("/queues/x/nostate")[0] == 404
     assert client.post("/queues", {})[0] == 405
+
+
+def test_processes_share_the_secret_kept_in_redis(redis_url, prefix, dashboard_server,
+                                                  failed_job):
+    """Two dashboards on one Redis (two gunicorn workers) accept each other's tokens;
+    with secrets of their own they do not."""
+    q, job = failed_job
+    with Dashboard(redis_url, prefix=prefix) as one, Dashboard(redis_url, prefix=prefix) as two:
+        client = Client(dashboard_server(one))
+        token = csrf_token(client.get(f"/queues/csrf/jobs/{job.id}")[2])
+        other_worker = Client(dashboard_server(two), jar=client.jar)   # the same browser
+        status, _, _ = other_worker.post("/queues/csrf/pause", {"csrf_token": token})
+        assert status == 303 and q.is_paused()
+    with Dashboard(redis_url, prefix=prefix, secret="a") as mine, \
+            Dashboard(redis_url, prefix=prefix, secret="b") as theirs:
+        client = Client(dashboard_server(mine))
+        token = csrf_token(client.get(f"/queues/csrf/jobs/{job.id}")[2])
+        other_worker = Client(dashboard_server(theirs), jar=client.jar)
+        assert other_worker.post("/queues/csrf/resume", {"csrf_token": token})[0] == 403
+        assert q.is_paused()
