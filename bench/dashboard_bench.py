@@ -50,7 +50,7 @@ return count
 """
 
 
-def fill(client: redis.Redis, jobs: int, queues: int, chunk: int = 50_000) -> float:
+def fill(client: redis.Redis, jobs: int, queues: int, chunk: int = 20_000) -> float:
     started = time.perf_counter()
     script = client.register_script(FILL)
     now = int(time.time() * 1000)
@@ -85,7 +85,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
     with RedisServer() as server:
-        client = redis.Redis.from_url(server.url, decode_responses=True)
+        client = redis.Redis.from_url(server.url, decode_responses=True, socket_timeout=120)
         seconds = fill(client, args.jobs, args.queues)
         print(f"setup: {args.jobs:,} completed + {args.jobs:,} waiting jobs, "
               f"{args.queues:,} queues, {client.dbsize():,} keys in {seconds:.1f} s")

@@ -113,6 +113,8 @@ class Dashboard:
             return self._dispatch(req)
         except web.HTTPError as exc:
             return self.error_page(req, exc.status, exc.message)
+        except errors.ValidationError as exc:      # a name or id in the URL the library refuses
+            return self.error_page(req, 400, str(exc))
         except OUTAGE_ERRORS as exc:
             log.warning("dashboard: Redis unreachable at %s: %s", self.connection.address, exc)
             return self.error_page(req, 503, f"Redis does not answer at "
@@ -124,13 +126,13 @@ class Dashboard:
                                    "the details are in the server's log.")
 
     def _dispatch(self, req: web.Request) -> web.Response:
+        if not self.allows(req.environ, None):     # before routing: no page is revealed
+            raise web.HTTPError(403, "You may not view this dashboard.")
         entry, params, other_method = web.match(req.method, req.path)
         if entry is None:
             if other_method:
                 raise web.HTTPError(405, f"{req.method} is not allowed here")
             raise web.HTTPError(404, "No such page.")
-        if not self.allows(req.environ, None):
-            raise web.HTTPError(403, "You may not view this dashboard.")
         if entry.action is not None:
             self._check_write(req, entry.action)
         return entry.view(req, **params)
@@ -199,7 +201,9 @@ class Dashboard:
         if path is None:
             return web.Response(b"not found", 404, content_type="text/plain; charset=utf-8")
         kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
-        return web.Response(path.read_bytes(), content_type=f"{kind}; charset=utf-8",
+        if kind.startswith("text/") or kind.endswith(("javascript", "json", "svg+xml")):
+            kind += "; charset=utf-8"
+        return web.Response(path.read_bytes(), content_type=kind,
                             headers=[("Cache-Control", "public, max-age=3600"),
                                      ("X-Content-Type-Options", "nosniff")])
 

@@ -161,7 +161,7 @@ def test_authorize_refusing_reads(redis_url, prefix, dashboard_server, failed_jo
         return environ.get("HTTP_X_USER") == "admin"
     with Dashboard(redis_url, prefix=prefix, authorize=authorize) as board:
         client = Client(dashboard_server(board))
-        for path in ("/", "/queues", "/queues/csrf", "/queues/csrf/failed"):
+        for path in ("/", "/queues", "/queues/csrf", "/queues/csrf/failed", "/no-such-page"):
             assert client.get(path)[0] == 403, path
         status, _, page = client.request("/queues", headers={"X-User": "admin"})
         assert status == 200 and "csrf" in page
@@ -249,6 +249,7 @@ def test_unknown_pages_and_methods(board, dashboard_server):
     assert client.get("/static/../app.py")[0] == 404
     assert client.get("/queues/x/nostate")[0] == 404
     assert client.post("/queues", {})[0] == 405
+    assert client.get("/queues/x/jobs/a%253Ab")[0] == 404
 
 
 def test_processes_share_the_secret_kept_in_redis(redis_url, prefix, dashboard_server,
