@@ -11,7 +11,6 @@ Durations are seconds (a number or a ``timedelta``); points in time are
 timezone-aware ``datetime``s (or epoch seconds); ``timestamp`` is BullMQ's epoch
 milliseconds.
 """
-from __future__ import annotations
 
 import sys
 from datetime import datetime, timedelta

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from orijs_sync import errors
+from orijs_sync import JobOptions, errors
+from orijs_sync.types import BulkJob, FlowJob
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIG = """\
 [mypy]
 strict = True
+python_version = {python}
 
 [mypy-orijs_sync.*]
 ignore_errors = True
@@ -82,8 +84,10 @@ when = job.finished_at.isoformat() if job.finished_at is not None else job.creat
 """
 
 
-def _mypy(tmp_path: Path, source: str) -> subprocess.CompletedProcess:
-    (tmp_path / "mypy.ini").write_text(CONFIG)
+def _mypy(tmp_path: Path, source: str, python: str) -> subprocess.CompletedProcess:
+    """mypy on ``source`` as a script for Python ``python`` (3.9: typing_extensions's
+    ``Unpack`` and ``Required``; the running one: typing's)."""
+    (tmp_path / "mypy.ini").write_text(CONFIG.format(python=python))
     (tmp_path / "user_script.py").write_text(textwrap.dedent(source))
     return subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir",
@@ -92,8 +96,12 @@ def _mypy(tmp_path: Path, source: str) -> subprocess.CompletedProcess:
         capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
 
 
-def test_mypy_flags_a_misspelt_option_and_a_wrong_type(tmp_path):
-    proc = _mypy(tmp_path, BAD)
+PYTHONS = ("3.9", f"{sys.version_info[0]}.{sys.version_info[1]}")
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_mypy_flags_a_misspelt_option_and_a_wrong_type(tmp_path, python):
+    proc = _mypy(tmp_path, BAD, python)
     out = proc.stdout
     assert proc.returncode == 1, out + proc.stderr
     lines = {int(line.split(":")[1]): line for line in out.splitlines()
@@ -109,10 +117,17 @@ def test_mypy_flags_a_misspelt_option_and_a_wrong_type(tmp_path):
     assert len(lines) == 8, out
 
 
-def test_mypy_passes_a_correctly_typed_script(tmp_path):
-    proc = _mypy(tmp_path, GOOD)
+@pytest.mark.parametrize("python", PYTHONS)
+def test_mypy_passes_a_correctly_typed_script(tmp_path, python):
+    proc = _mypy(tmp_path, GOOD, python)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Success" in proc.stdout
+
+
+def test_the_typed_dicts_know_their_required_keys_at_run_time():
+    assert BulkJob.__required_keys__ == {"name"}
+    assert FlowJob.__required_keys__ == {"name", "queue_name"}
+    assert "run_at" in JobOptions.__optional_keys__ and not JobOptions.__required_keys__
 
 
 def test_untyped_callers_are_still_checked_at_run_time(queue):
