@@ -16,7 +16,7 @@ from ._job_flow import FlowJobMixin
 from ._job_manual import ManualJobMixin
 from ._job_state import JobStateMixin, append_log, write_progress
 from .base import validate as check
-from .base.util import dumps, loads, now_ms, stored_int
+from .base.util import StoredTimes, dumps, loads, now_ms, stored_int
 
 if TYPE_CHECKING:  # pragma: no cover
     from .base.cancellation import Cancellation
@@ -54,8 +54,13 @@ def _json_field(fields: Mapping[str, str], name: str, default: Any, problems: Li
         return text
 
 
-class Job(JobActionsMixin, FlowJobMixin, ManualJobMixin, ChildrenJobMixin, JobStateMixin):
-    """A job as stored in Redis. Created by ``Queue.add``/``get_job`` and by workers."""
+class Job(JobActionsMixin, FlowJobMixin, ManualJobMixin, ChildrenJobMixin, JobStateMixin,
+          StoredTimes):
+    """A job as stored in Redis. Created by ``Queue.add``/``get_job`` and by workers.
+
+    Times are BullMQ's epoch milliseconds as stored (``timestamp``, ``processed_on``,
+    ``finished_on``) and the same as aware UTC ``datetime``s (``created_at``,
+    ``processed_at``, ``finished_at``)."""
 
     def __init__(self, queue: "QueueLike", job_id: str, name: str, data: Any,
                  opts: Optional[Dict[str, Any]] = None, timestamp: Optional[int] = None) -> None:

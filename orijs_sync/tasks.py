@@ -28,6 +28,7 @@ from .job import Job
 from .queue import Queue
 from .store.connect import ConnectionOwner
 from .store.connection import ConnectionLike
+from .types import JobOptions, Unpack
 from .worker import Worker
 
 __all__ = ["Task", "Tasks"]
@@ -70,8 +71,10 @@ class Task:
 
     delay = add
 
-    def apply(self, kwargs: Optional[Mapping[str, Any]] = None, **opts: Any) -> Job:
-        """Enqueue a run with ``kwargs`` and job options for this add over the task's."""
+    def apply(self, kwargs: Optional[Mapping[str, Any]] = None,
+              **opts: Unpack[JobOptions]) -> Job:
+        """Enqueue a run with ``kwargs`` and job options (``Queue.add``'s keywords, a
+        ``delay`` or ``run_at`` among them) for this add over the task's."""
         data = dict(check.mapping(kwargs, "kwargs"))
         try:
             self._signature.bind(**data)
@@ -100,12 +103,12 @@ class Tasks(ConnectionOwner):
         self._lock = threading.Lock()      # guards _tasks and _queues
 
     def task(self, queue: str = "default", *, name: Optional[str] = None,
-             **opts: Any) -> Callable[[Callable[..., Any]], Task]:
+             **opts: Unpack[JobOptions]) -> Callable[[Callable[..., Any]], Task]:
         """Register the decorated function as the job ``name`` (default: the function's
         name) of ``queue``, with default job options ``opts`` (``attempts``, ``backoff``...,
         checked now)."""
         check.name(queue, "queue")
-        job_options.encode(opts)
+        job_options.encode_defaults(opts, "task options")
 
         def register(fn: Callable[..., Any]) -> Task:
             check.function(fn, "task")

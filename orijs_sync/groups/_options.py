@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Optional, Union, cast
 
 from .. import errors
 from ..base.util import Seconds, dumps, now_ms, to_seconds
-from ..base.validate import MAX_SECONDS
+from ..base.validate import MAX_SECONDS, moment_ms
 from ..job_scheduler import validate_pattern
 
 ORDERING_METHODS = ("none", "scheduler", "in-memory")
@@ -92,7 +92,7 @@ def order_ms(value: Any) -> int:
 
 def delay_until(delay: Optional[Seconds], run_at: Any) -> int:
     """Epoch ms the job may run from (0 = now), from ``delay`` (seconds) or ``run_at``
-    (a ``datetime`` or epoch seconds)."""
+    (a timezone-aware ``datetime`` or epoch seconds: ``validate.moment_ms``)."""
     if delay is not None and run_at is not None:
         raise GroupOptionError("give delay or run_at, not both")
     delay_ms = seconds_ms(delay, "delay")
@@ -100,12 +100,10 @@ def delay_until(delay: Optional[Seconds], run_at: Any) -> int:
         return now_ms() + delay_ms
     if run_at is None:
         return 0
-    if isinstance(run_at, datetime):
-        return max(0, int(run_at.timestamp() * 1000))
-    if isinstance(run_at, bool) or not isinstance(run_at, (int, float)) \
-            or not math.isfinite(run_at) or run_at < 0:
-        raise GroupOptionError(f"run_at must be a datetime or epoch seconds, not {run_at!r}")
-    return int(run_at * 1000)
+    try:
+        return moment_ms(run_at, "run_at")
+    except errors.ValidationError as exc:
+        raise GroupOptionError(str(exc)) from exc
 
 
 def repeat(value: Any) -> Dict[str, Union[int, str]]:

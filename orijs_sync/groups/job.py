@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from .. import errors
-from ..base.util import Seconds, loads, stored_int
+from ..base.util import Seconds, StoredTimes, loads, stored_int
 
 if TYPE_CHECKING:  # pragma: no cover
     from .queue import GroupQueue
@@ -22,8 +22,10 @@ def _float(value: Any) -> float:
 
 
 @dataclass
-class GroupJob:
-    """A job of a ``GroupQueue``. Times are epoch milliseconds, as stored."""
+class GroupJob(StoredTimes):
+    """A job of a ``GroupQueue``. Times are epoch milliseconds, as stored
+    (``deadline_at`` too, GroupMQ's name), and aware UTC ``datetime``s as
+    ``created_at``, ``processed_at`` and ``finished_at``."""
 
     id: str
     group_id: str

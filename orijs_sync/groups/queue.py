@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from datetime import datetime
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from .. import errors
@@ -104,9 +105,12 @@ class GroupQueue(ConnectionOwner):
 
     def add(self, *, group_id: Optional[str] = None, data: Any = None,
             order_ms: Optional[float] = None, max_attempts: Optional[int] = None,
-            job_id: Optional[str] = None, delay: Optional[Seconds] = None, run_at: Any = None,
+            job_id: Optional[str] = None, delay: Optional[Seconds] = None,
+            run_at: Union[datetime, float, None] = None,
             repeat: Optional[Dict[str, Any]] = None) -> GroupJob:
         """Add a job to ``group_id``; everything is validated before anything is written.
+        ``delay`` (seconds) or ``run_at`` (a timezone-aware ``datetime`` or epoch
+        seconds; a naive ``datetime`` is refused) holds it, and its group behind it.
         With ``repeat`` (``{"every": seconds}`` or ``{"pattern": cron}``) the job runs
         once per period from the workers' scheduler; the series' placeholder is returned."""
         gid = opt.group_id(group_id)

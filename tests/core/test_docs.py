@@ -24,7 +24,7 @@ def test_mkdocs_builds_strict_with_the_api_reference(tmp_path):
     reference = (tmp_path / "reference" / "index.html").read_text()
     for documented in ("add_bulk", "get_metrics", "get_workers", "wait_until_finished",
                        "update_progress", "get_job_logs", "GroupQueue", "InProcessEventProvider",
-                       "redis_url", "Tasks"):
+                       "redis_url", "Tasks", "JobOptions", "run_at", "finished_at", "next_at"):
         assert documented in reference
     for role in (":class:", ":meth:", ":func:", ":mod:", ":attr:"):
         assert role not in reference, f"a raw Sphinx role {role} shows in the reference"

@@ -42,7 +42,7 @@ LAYERS = (
     ("store", ("orijs_sync.store",)),                 # the Redis layer
     ("model", ("orijs_sync.keys", "orijs_sync.options", "orijs_sync.job", "orijs_sync._job_actions",
                "orijs_sync._job_flow", "orijs_sync._job_manual", "orijs_sync._job_children",
-               "orijs_sync._job_state",
+               "orijs_sync._job_state", "orijs_sync.types",
                "orijs_sync.job_scheduler")),   # what the engine moves
     ("engine", ("orijs_sync.engine",)),
     ("waits", ("orijs_sync.waits",)),
