@@ -353,7 +353,8 @@ class GroupQueue(ConnectionOwner):
     def reserve(self) -> Optional[GroupJob]:
         """Take the next job of the free group whose head sorts first (GroupMQ's
         ``reserve``): it becomes active, its group busy, for ``job_timeout`` seconds
-        (extend it with ``heartbeat``); end it with ``complete`` or ``dead_letter``.
+        (extend it with ``heartbeat``); end it with ``complete``, ``fail`` or
+        ``dead_letter``.
         ``None`` when no job can be taken (or the queue is paused). A job whose
         deadline passes before that is recovered by a worker's stalled check."""
         jobs = _manual.reserve_by_hand(self, 1)
@@ -385,6 +386,20 @@ class GroupQueue(ConnectionOwner):
         group's next job may run. ``False`` when it is no longer held. (A job that is
         not reserved is dropped with ``remove``.)"""
         return _manual.dead_letter(self, _manual.held(job, self), error)
+
+    def fail(self, job: GroupJob, error: Any = None, *, backoff: Optional[Seconds] = 0) -> bool:
+        """Fail this attempt of a reserved job, as a worker fails a handler's exception
+        (GroupMQ's low-level ``retry(jobId, backoffMs)``, which its worker calls): the
+        attempt is counted and, while the job has attempts left, it goes back to its
+        place in its group, ``delayed`` for ``backoff`` seconds (holding its group back
+        meanwhile) or ``waiting`` at once; with none left it is failed for good (kept
+        when ``keep_failed``). ``error`` (an exception, or a message; default "failed by
+        hand") is recorded. ``job.status`` and ``attempts_made`` show which happened.
+        ``False`` when the job is no longer held: nothing is written then.
+
+        Named ``fail``: ``retry(job_id)`` here puts a failed job back, as GroupMQ's
+        README shows ``queue.retry``; GroupMQ's script under that name is this call."""
+        return _manual.fail_by_hand(self, _manual.held(job, self), error, backoff)
 
     def cleanup(self, max_stalled_count: int = 1) -> int:
         """GroupMQ's ``cleanup`` (what workers run every ``cleanup_interval``): unless a
