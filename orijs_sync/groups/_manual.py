@@ -1,6 +1,6 @@
 """Manual processing of a group queue (GroupMQ's ``reserve``, ``reserveBatch``,
-``heartbeat``, ``complete``, ``deadLetter`` and its low-level ``retry``: ``fail``), and the reservation and failure
-details the worker shares with it.
+``heartbeat``, ``complete``, ``deadLetter`` and its low-level ``retry``: ``fail``), and
+the reservation and failure details the worker shares with it.
 
 A reservation writes its token into the job's ``processing:{id}`` hash; ``complete``,
 ``heartbeat``, ``fail`` and ``dead_letter`` act only while that hash still holds it, so a call

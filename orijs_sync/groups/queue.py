@@ -80,6 +80,8 @@ class GroupQueue(ConnectionOwner):
     # -- running scripts ---------------------------------------------------------------
 
     def run_script(self, name: str, *args: Any, client: Any = None) -> Any:
+        """Run one of the group queue's Lua scripts (``lua/groups/{name}.lua``) with
+        ``args`` (internal, shared with the workers)."""
         return self.scripts.run(f"groups/{name}", [self.ns], args, client=client)
 
     def run_hot(self, name: str, *args: Any) -> Any:
@@ -92,6 +94,7 @@ class GroupQueue(ConnectionOwner):
                                        [self.ns], args, self.connection.address)
 
     def key(self, *parts: str) -> str:
+        """A key of the queue (``groupmq:{name}:{parts}``)."""
         return ":".join((self.ns,) + parts)
 
     @property
@@ -209,18 +212,23 @@ class GroupQueue(ConnectionOwner):
         return _listing.jobs_by_status(self, statuses, start, end)
 
     def get_active_count(self) -> int:
+        """How many jobs are active (reserved by a worker or by hand)."""
         return int(self.client.zcard(self.key("processing")))
 
     def get_waiting_count(self) -> int:
+        """How many jobs wait in their groups (GroupMQ's waiting count)."""
         return self.get_job_counts()["waiting"]
 
     def get_delayed_count(self) -> int:
+        """How many jobs are delayed."""
         return int(self.client.zcard(self.key("delayed")))
 
     def get_completed_count(self) -> int:
+        """How many completed jobs are kept (``keep_completed``)."""
         return int(self.client.zcard(self.key("completed")))
 
     def get_failed_count(self) -> int:
+        """How many failed jobs are kept (``keep_failed``)."""
         return int(self.client.zcard(self.key("failed")))
 
     def get_active_jobs(self) -> List[str]:
@@ -253,6 +261,7 @@ class GroupQueue(ConnectionOwner):
         return self.get_jobs(status, n) if n else []
 
     def get_unique_groups_count(self) -> int:
+        """How many groups hold waiting (or delayed) jobs."""
         return len(self.get_unique_groups())
 
     def get_unique_groups(self) -> List[str]:
@@ -268,6 +277,7 @@ class GroupQueue(ConnectionOwner):
         return int(self.client.zcard(self.key("g", opt.group_id(group_id))))
 
     def is_empty(self) -> bool:
+        """Whether no job is active, delayed, staged or waiting (GroupMQ's ``isEmpty``)."""
         pipe = self.client.pipeline(transaction=False)
         for name in ("processing", "delayed", "ready", "stage"):
             pipe.zcard(self.key(name))
@@ -310,6 +320,7 @@ class GroupQueue(ConnectionOwner):
         self.change_delay(job_id, 0)
 
     def update_data(self, job_id: str, data: Any) -> None:
+        """Replace a job's data (any JSON value); ``JobNotFound`` when it is gone."""
         text = opt.data_json(data)
         self._check(self.run_script("update_data", opt.job_id(job_id) or "", text), job_id, "")
 
@@ -340,12 +351,15 @@ class GroupQueue(ConnectionOwner):
         return _repeat.remove(self, opt.group_id(group_id), opt.repeat(repeat))
 
     def pause(self) -> None:
+        """Pause the queue: no worker (Node's or ours) reserves its jobs until ``resume``."""
         self.client.set(self.key("paused"), "1")
 
     def resume(self) -> None:
+        """Resume the queue after ``pause``."""
         self.client.delete(self.key("paused"))
 
     def is_paused(self) -> bool:
+        """Whether the queue is paused (by either side)."""
         return bool(self.client.exists(self.key("paused")))
 
     # -- processing by hand (GroupMQ's low-level calls) ---------------------------------
