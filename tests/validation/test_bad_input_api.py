@@ -43,11 +43,6 @@ bad_tokens = st.one_of(st.none(), st.just(""), not_str)
 bad_positive_seconds = st.one_of(bad_seconds, st.just(0), st.just(0.0), st.just(0.0004))
 
 
-# GroupMQ's counts have no upper bound (its scripts take any number)
-not_positive = st.one_of(st.integers(max_value=0), st.floats(), st.booleans(),
-                         st.text(max_size=3), st.lists(st.integers(), max_size=2))
-
-
 def not_none(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     return strategy.filter(lambda v: v is not None)
 
@@ -362,7 +357,7 @@ CASES: Dict[str, Case] = {
                             st.just("auto_batch")),
                   st.tuples(st.builds(lambda k: {k: 1}, typos({"size", "max_wait"})),
                             st.just("auto_batch")),
-                  st.tuples(st.builds(lambda n: {"size": n}, not_positive),
+                  st.tuples(st.builds(lambda n: {"size": n}, not_none(bad_ints(1))),
                             st.just("auto_batch size")),
                   st.tuples(st.builds(lambda s: {"max_wait": s}, not_none(bad_seconds)),
                             st.just("auto_batch max_wait"))),
@@ -373,7 +368,7 @@ CASES: Dict[str, Case] = {
                   st.tuples(st.sampled_from(["heartbeat", "stalled_grace_period",
                                              "cleanup_interval"]),
                             not_none(bad_seconds)),
-                  st.tuples(st.just("max_attempts"), not_positive),
+                  st.tuples(st.just("max_attempts"), not_none(bad_ints(1))),
                   st.tuples(st.just("enable_cleanup"), bad_bools()),
                   st.tuples(st.just("name"), st.one_of(not_str.filter(lambda v: v is not None),
                                                        st.just("")))),
