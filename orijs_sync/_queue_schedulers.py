@@ -45,6 +45,7 @@ class SchedulerQueueMixin:
         return job_scheduler.list_all(self, start, end, asc)  # type: ignore[arg-type]
 
     def get_job_schedulers_count(self) -> int:
+        """How many job schedulers the queue holds (BullMQ's ``getJobSchedulersCount``)."""
         return int(self.client.zcard(self.keys.repeat))  # type: ignore[attr-defined]
 
     def remove_job_scheduler(self, scheduler_id: str) -> bool:

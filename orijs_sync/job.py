@@ -220,10 +220,13 @@ class Job(JobActionsMixin, FlowJobMixin, ManualJobMixin, ChildrenJobMixin, JobSt
 
     @property
     def key(self) -> str:
+        """The job's hash key in Redis (``{prefix}:{queue}:{id}``)."""
         return cast(str, self.queue.keys.job(self.id))
 
     # -- reads -------------------------------------------------------------
     def refresh(self) -> "Job":
+        """Read the job's stored fields again into this object; ``JobNotFound`` when it is
+        gone."""
         fields = self.queue.client.hgetall(self.key)
         if not fields:
             raise errors.JobNotFound(f"job {self.id} of queue {self.queue.name} no longer exists")
@@ -234,12 +237,16 @@ class Job(JobActionsMixin, FlowJobMixin, ManualJobMixin, ChildrenJobMixin, JobSt
         return self
 
     def get_state(self) -> str:
+        """The job's state now: ``waiting``, ``active``, ``delayed``, ``prioritized``,
+        ``waiting-children``, ``completed``, ``failed`` or ``unknown``."""
         return cast(str, self.queue.get_job_state(self.id))
 
     def is_completed(self) -> bool:
+        """Whether the job is completed now (``get_state``)."""
         return self.get_state() == "completed"
 
     def is_failed(self) -> bool:
+        """Whether the job is failed now (``get_state``)."""
         return self.get_state() == "failed"
 
     # -- writes from a handler or a client ---------------------------------
@@ -255,6 +262,7 @@ class Job(JobActionsMixin, FlowJobMixin, ManualJobMixin, ChildrenJobMixin, JobSt
         return append_log(self.queue, self.id, line, int(self.opts.get("kl") or 0))
 
     def update_data(self, data: Any) -> None:
+        """Replace the job's data (any JSON value); ``JobNotFound`` when it is gone."""
         text = dumps(data, "job data")
         if not self.queue.client.exists(self.key):
             raise errors.JobNotFound(f"job {self.id} not found")

@@ -103,4 +103,5 @@ class MonitoringMixin:
         return list_workers(self.client, self.prefix, self.name)
 
     def get_workers_count(self) -> int:
+        """How many workers (either side's) are connected to the queue (``get_workers``)."""
         return len(self.get_workers())

@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Optional, Union, cast
 
 from .. import errors
 from ..base.util import Seconds, dumps, now_ms, to_seconds
-from ..base.validate import MAX_SECONDS, moment_ms
+from ..base.validate import MAX_INT, MAX_SECONDS, moment_ms
 from ..job_scheduler import validate_pattern
 
 ORDERING_METHODS = ("none", "scheduler", "in-memory")
@@ -48,14 +48,19 @@ def data_json(data: Any) -> str:
 
 
 def positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise GroupOptionError(f"{name} must be an integer >= 1, not {value!r}")
-    return value
+    return _integer(value, name, 1)
 
 
 def count(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise GroupOptionError(f"{name} must be an integer >= 0, not {value!r}")
+    return _integer(value, name, 0)
+
+
+def _integer(value: Any, name: str, minimum: int) -> int:
+    """An int from ``minimum`` to 2**53 - 1: GroupMQ's numbers are JavaScript's, exact
+    up to there (and Redis's scripts refuse larger counts, part-way through)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_INT:
+        raise GroupOptionError(f"{name} must be an integer from {minimum} to 2**53 - 1, not "
+                               f"{value!r}")
     return value
 
 
