@@ -73,7 +73,7 @@ def _where(provider: Any) -> "tuple[Any, str]":
     return provider._connection, provider.prefix
 
 
-def run_provider(args: argparse.Namespace) -> int:
+def run_provider(args: argparse.Namespace, _queue: Any = None) -> int:
     """``events`` / ``workflows``: start the provider (waiting for Redis up to
     ``--connect-timeout``), block until a signal, ``stop(--shutdown-timeout)``. A
     second signal exits at once: the jobs still running stay active until a stalled
