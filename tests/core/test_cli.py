@@ -12,8 +12,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import cli_env, run_cli
+
 from orijs_sync import Worker, __version__
 from orijs_sync.cli.main import build_parser
 from orijs_sync.testing import wait_until

@@ -3,8 +3,8 @@ command (a subprocess), reached by an emit / execute from this process."""
 from __future__ import annotations
 
 import pytest
-
 from cli_helpers import Running, run_cli
+
 from orijs_sync.events import BullMQEventProvider
 from orijs_sync.workflows import BullMQWorkflowProvider, Workflow
 

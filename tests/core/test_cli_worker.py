@@ -7,8 +7,8 @@ import json
 import socket
 
 import pytest
-
 from cli_helpers import Running, run_cli
+
 from orijs_sync import Queue
 from orijs_sync.cli.logs import mask_url
 from orijs_sync.testing import wait_until
@@ -144,7 +144,7 @@ def test_unreachable_redis_exits_3_and_the_banner_masks_the_password(tmp_path, a
     proc = run_cli("--url", url, "worker", qname, f"{app}:double", "--connect-timeout",
                    "0.5", cwd=tmp_path, code=3)
     assert "did not answer within 0.5s" in proc.stderr
-    assert f"redis redis://someone:***@127.0.0.1:" in proc.stderr
+    assert "redis redis://someone:***@127.0.0.1:" in proc.stderr
     assert "s3cret-pw" not in proc.stderr and "Traceback" not in proc.stderr
 
 

@@ -20,8 +20,8 @@ from orijs_sync.cli.main import (
     add_worker_arguments,
     run_worker,
 )
-from orijs_sync.errors import ConnectionError as RedisDown
 from orijs_sync.contrib.django._settings import SETTING, get_hub
+from orijs_sync.errors import ConnectionError as RedisDown
 
 
 def with_fresh_connections(handler: Callable[..., Any]) -> Callable[..., Any]:
