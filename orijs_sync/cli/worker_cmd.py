@@ -13,7 +13,7 @@ import logging
 import sys
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import __version__, errors
 from ..base import roles
@@ -276,28 +276,50 @@ def run_worker(args: argparse.Namespace, connection: Any, prefix: str,
     return 0
 
 
+# (flags, add_argument options) of the worker command, after its positionals
+WORKER_OPTIONS: Sequence[Tuple[Tuple[str, ...], Dict[str, Any]]] = (
+    (("--queue", "-Q"), dict(action="append", default=[], dest="queues",
+                             metavar="QUEUE=HANDLER", help="one more queue and its handler "
+                             "(repeatable); all on one engine")),
+    (("--concurrency",), dict(type=int, default=None, help="jobs at once per queue "
+                              "(default: 1; with --processes, as many as processes)")),
+    (("--processes",), dict(type=int, default=None, metavar="N", help="run each job's "
+                            "handler in one of N child processes (for CPU-bound handlers; "
+                            "default: on the worker's threads)")),
+    (("--job-timeout",), dict(type=float, default=None, metavar="SECONDS", help="with "
+                              "--processes: kill a handler's child process after this long "
+                              "(a failed attempt)")),
+    (("--max-jobs-per-process",), dict(type=int, default=None, metavar="N", help="with "
+                                       "--processes: replace a child process after N jobs")),
+    (("--name",), dict(help="worker name (listed by getWorkers() as :w:NAME)")),
+)
+# the options of every long-running command (worker, events, workflows)
+RUN_OPTIONS: Sequence[Tuple[Tuple[str, ...], Dict[str, Any]]] = (
+    (("--path",), dict(action="append", default=[], metavar="DIR", help="a folder to "
+                       "import from, before the current one (repeatable); the current "
+                       "folder is always on the path")),
+    (("--shutdown-timeout",), dict(type=float, default=None, metavar="SECONDS", help="after "
+                                   "SIGTERM/SIGINT, let running jobs finish this long, then "
+                                   "stop them (back to wait); default: no limit (a second "
+                                   "signal stops them)")),
+    (("--connect-timeout",), dict(type=float, default=None, metavar="SECONDS", help="exit "
+                                  "with status 3 if Redis does not answer within this time "
+                                  "(default: wait until SIGINT/SIGTERM)")),
+    (("--max-reconnect-delay",), dict(type=float, default=5.0, metavar="SECONDS",
+                                      help="longest pause between tries while Redis is "
+                                      "down (default: 5)")),
+)
+
+
 def add_worker_arguments(p: argparse.ArgumentParser) -> None:
     """The ``worker`` command's arguments (what to run and the options)."""
     p.add_argument("targets", nargs="*", metavar="[QUEUE] HANDLER",
                    help="QUEUE and its handler (module:function or module:MAPPING), or a "
                         "module of @tasks.task functions (every queue they declare; with "
                         "QUEUE, that queue's)")
-    p.add_argument("--queue", "-Q", action="append", default=[], dest="queues",
-                   metavar="QUEUE=HANDLER", help="one more queue and its handler "
-                                                 "(repeatable); all on one engine")
-    p.add_argument("--concurrency", type=int, default=None,
-                   help="jobs at once per queue (default: 1; with --processes, as many as "
-                        "processes)")
-    p.add_argument("--processes", type=int, default=None, metavar="N",
-                   help="run each job's handler in one of N child processes (for CPU-bound "
-                        "handlers; default: on the worker's threads)")
-    p.add_argument("--job-timeout", type=float, default=None, metavar="SECONDS",
-                   help="with --processes: kill a handler's child process after this long "
-                        "(a failed attempt)")
-    p.add_argument("--max-jobs-per-process", type=int, default=None, metavar="N",
-                   help="with --processes: replace a child process after N jobs")
+    for flags, options in WORKER_OPTIONS:
+        p.add_argument(*flags, **options)
     add_run_arguments(p)
-    p.add_argument("--name", help="worker name (listed by getWorkers() as :w:NAME)")
 
 
 def check_run_arguments(args: argparse.Namespace) -> None:
@@ -308,16 +330,6 @@ def check_run_arguments(args: argparse.Namespace) -> None:
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of every long-running command (worker, events, workflows)."""
-    p.add_argument("--path", action="append", default=[], metavar="DIR",
-                   help="a folder to import from, before the current one (repeatable); "
-                        "the current folder is always on the path")
-    p.add_argument("--shutdown-timeout", type=float, default=None, metavar="SECONDS",
-                   help="after SIGTERM/SIGINT, let running jobs finish this long, then stop "
-                        "them (back to wait); default: no limit (a second signal stops them)")
-    p.add_argument("--connect-timeout", type=float, default=None, metavar="SECONDS",
-                   help="exit with status 3 if Redis does not answer within this time "
-                        "(default: wait until SIGINT/SIGTERM)")
-    p.add_argument("--max-reconnect-delay", type=float, default=5.0, metavar="SECONDS",
-                   help="longest pause between tries while Redis is down (default: 5)")
+    for flags, options in RUN_OPTIONS:
+        p.add_argument(*flags, **options)
     add_logging_arguments(p)

@@ -232,3 +232,15 @@ def test_a_warm_shutdown_lets_the_running_job_finish(queue, redis_url, qname, tm
         w.terminate()
         assert w.wait() == 0
     assert queue.get_job(job.id).returnvalue == "woke"
+
+
+def test_process_mode_a_second_signal_kills_the_child_and_gives_the_job_back(
+        queue, redis_url, qname, tmp_path, app):
+    job, w = _running_a_sleepy_job(queue, qname, tmp_path, app, redis_url, "--processes", "1")
+    with w:
+        w.terminate()
+        w.wait_for_log("warm shutdown")
+        w.terminate()
+        assert w.wait() == 0
+        assert_back_in_wait(queue, job)
+        assert "stopping child process" in w.log()
