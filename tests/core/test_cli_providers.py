@@ -9,13 +9,23 @@ from orijs_sync.events import BullMQEventProvider
 from orijs_sync.workflows import BullMQWorkflowProvider, Workflow
 
 PROVIDERS = '''
+import logging
 import os
+import time
 
 from orijs_sync.events import BullMQEventProvider
 from orijs_sync.workflows import BullMQWorkflowProvider, Workflow, Workflow
 
 events = BullMQEventProvider(os.environ["REDIS_URL"], queue_prefix="{ns}-ev")
 events.subscribe("order.created", lambda msg: {{"ok": msg.payload["id"], "pid": os.getpid()}})
+
+
+def slow(msg):
+    logging.getLogger("app").warning("napping")
+    time.sleep(600)
+
+
+events.subscribe("slow", slow)
 
 ADD = (Workflow("Add{ns}")
        .step("double", lambda ctx: ctx.data["x"] * 2)
@@ -52,6 +62,19 @@ def test_events_runs_the_subscriptions_until_sigterm(redis_url, namespace, tmp_p
         cmd.terminate()
         assert cmd.wait() == 0
         assert f"events provider {app}:events" in cmd.log()
+
+
+def test_events_a_second_signal_exits_at_once(redis_url, namespace, tmp_path, app):
+    with Running("events", f"{app}:events", cwd=tmp_path, redis_url=redis_url) as cmd, \
+            BullMQEventProvider(redis_url, queue_prefix=f"{namespace}-ev") as emitter:
+        cmd.wait_for_log("events provider started")
+        emitter.emit("slow", {}, timeout=0)
+        cmd.wait_for_log("napping")
+        cmd.terminate()
+        cmd.wait_for_log("warm shutdown")
+        cmd.terminate()
+        assert cmd.wait() == 0
+        assert "cold shutdown (a second signal)" in cmd.log()
 
 
 def test_workflows_runs_a_factorys_provider_until_sigterm(redis_url, namespace, tmp_path, app):
