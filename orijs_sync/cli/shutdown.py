@@ -78,7 +78,10 @@ def stop_warm_then_cold(signals: Signals, stop: Callable[[Optional[float]], bool
         closer.join(POLL)
     if result.get("done"):
         return True
-    why = "a second signal" if signals.cold.is_set() else f"{timeout:g} s passed"
+    if signals.cold.is_set():
+        why = "a second signal"
+    else:
+        why = "jobs still running" if timeout is None else f"{timeout:g} s passed"
     log.warning("%s: cold shutdown (%s): stopping the running jobs now", what, why)
     cut_off()
     return False
