@@ -62,7 +62,10 @@ class RunMixin:
         """A cold shutdown in thread mode: every job a handler thread still runs goes
         back to wait now, by its lock token (``Job.move_to_wait``: no attempt counted).
         The threads are not stopped (the process exits next); an outcome one writes
-        later is refused, its lock being gone. Returns the ids moved back."""
+        later is refused, its lock being gone. Returns the ids moved back (none in
+        process mode: there ``_cut_off`` kills the children instead)."""
+        if self._children is not None:
+            return []
         with self._cv:
             running = list(self._active.values())
         moved = []

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-from typing import Any, Type
+from typing import Any, List, Type
 
 from .. import __version__, errors
 from ..base import roles
 from ..events import BullMQEventProvider
+from ..worker import Worker
 from ..workflows import BullMQWorkflowProvider
 from .logs import mask_url, setup_logging
 from .shutdown import Signals, exit_now, stop_warm_then_cold, wait_for_signal
@@ -39,8 +40,8 @@ called with no argument. The provider has its own connection and prefix
   orijs-sync {command} myapp.{command}:provider --shutdown-timeout 30
 
 The first signal stops the provider (running handlers finish, up to
---shutdown-timeout); a second one exits at once, the running jobs left active
-until a stalled check moves them back to wait."""
+--shutdown-timeout); a second one moves the jobs still running back to wait
+and exits."""
 KINDS = {"events": BullMQEventProvider, "workflows": BullMQWorkflowProvider}
 
 
@@ -66,6 +67,20 @@ def load_provider(spec: str, kind: Type[Any]) -> Any:
     return target
 
 
+def _workers(provider: Any) -> List[Worker]:
+    """The provider's Workers, in its worker group (those of another worker class, not
+    in a group, are not found: their jobs are left to a stalled check)."""
+    shared = (provider.queue_manager._group if isinstance(provider, BullMQEventProvider)
+              else provider._group)
+    return list(shared.workers())
+
+
+def _cold_stop(provider: Any) -> None:
+    """The running jobs of the provider's Workers back to wait (``Worker._cold_stop``)."""
+    for worker in _workers(provider):
+        worker._cold_stop(worker.lock_duration_ms / 1000.0)
+
+
 def _where(provider: Any) -> "tuple[Any, str]":
     """The provider's connection and prefix (for the banner and Redis waits)."""
     if isinstance(provider, BullMQEventProvider):
@@ -76,8 +91,7 @@ def _where(provider: Any) -> "tuple[Any, str]":
 def run_provider(args: argparse.Namespace, _queue: Any = None) -> int:
     """``events`` / ``workflows``: start the provider (waiting for Redis up to
     ``--connect-timeout``), block until a signal, ``stop(--shutdown-timeout)``. A
-    second signal exits at once: the jobs still running stay active until a stalled
-    check elsewhere moves them back to wait."""
+    second signal moves the jobs its workers still run back to wait and exits."""
     setup_logging(args.log_level, args.log_format)
     check_run_arguments(args)
     if args.url is not None or args.prefix is not None:
@@ -103,13 +117,13 @@ def run_provider(args: argparse.Namespace, _queue: Any = None) -> int:
             wait_for_signal(signals)
 
         def stop(timeout: Any) -> bool:
+            """True when nothing ran on at the timeout (else given back now)."""
+            workers = _workers(provider)
             provider.stop(timeout)
-            return True
-        warm = stop_warm_then_cold(signals, stop, args.shutdown_timeout, lambda: None,
-                                   f"{args.command} provider")
+            return not any([w._give_back_running() for w in workers])
+        warm = stop_warm_then_cold(signals, stop, args.shutdown_timeout,
+                                   lambda: _cold_stop(provider), f"{args.command} provider")
     if not warm:
-        log.warning("%s provider: jobs still running stay active; a stalled check moves "
-                    "them back to wait", args.command)
         exit_now(0)
     return 0
 

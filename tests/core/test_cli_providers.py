@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from cli_helpers import Running, run_cli
 
+from orijs_sync import Queue
 from orijs_sync.events import BullMQEventProvider
 from orijs_sync.workflows import BullMQWorkflowProvider, Workflow
 
@@ -68,13 +69,31 @@ def test_events_a_second_signal_exits_at_once(redis_url, namespace, tmp_path, ap
     with Running("events", f"{app}:events", cwd=tmp_path, redis_url=redis_url) as cmd, \
             BullMQEventProvider(redis_url, queue_prefix=f"{namespace}-ev") as emitter:
         cmd.wait_for_log("events provider started")
-        emitter.emit("slow", {}, timeout=0)
+        job_id = emitter.emit("slow", {}, timeout=0).job_id
         cmd.wait_for_log("napping")
         cmd.terminate()
         cmd.wait_for_log("warm shutdown")
         cmd.terminate()
         assert cmd.wait() == 0
         assert "cold shutdown (a second signal)" in cmd.log()
+    with Queue(f"{namespace}-ev.slow", redis_url) as queue:     # given back before exiting
+        assert queue.get_job_state(job_id) == "waiting"
+        assert queue.get_job(job_id).attempts_made == 0
+
+
+def test_events_the_shutdown_timeout_gives_the_running_job_back(redis_url, namespace,
+                                                                 tmp_path, app):
+    with Running("events", f"{app}:events", "--shutdown-timeout", "0.5", cwd=tmp_path,
+                 redis_url=redis_url) as cmd, \
+            BullMQEventProvider(redis_url, queue_prefix=f"{namespace}-ev") as emitter:
+        cmd.wait_for_log("events provider started")
+        job_id = emitter.emit("slow", {}, timeout=0).job_id
+        cmd.wait_for_log("napping")
+        cmd.terminate()
+        assert cmd.wait() == 0
+        assert "cold shutdown (0.5 s passed)" in cmd.log()
+    with Queue(f"{namespace}-ev.slow", redis_url) as queue:
+        assert queue.get_job_state(job_id) == "waiting"
 
 
 def test_workflows_runs_a_factorys_provider_until_sigterm(redis_url, namespace, tmp_path, app):
