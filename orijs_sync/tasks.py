@@ -145,14 +145,19 @@ class Tasks(ConnectionOwner):
                                                    prefix=self.prefix)
             return queue
 
-    def worker(self, queue: str, **options: Any) -> Worker:
-        """A Worker running every task of ``queue`` (by job name); ``options`` are
-        Worker's (``concurrency``, ``processes``...)."""
+    def routes(self, queue: str) -> Dict[str, Callable[[Job], Any]]:
+        """``{job name: handler}`` for every task of ``queue``: the processor ``worker()``
+        gives its Worker (any Worker takes it, also in process mode)."""
         tasks = self.tasks_of(queue)
         if not tasks:
             check.bad_value("queue", queue, "has no task registered")
-        routes = {task.name: _TaskCall(task) for task in tasks}
-        return Worker(queue, routes, self.connection, prefix=self.prefix, **options)
+        return {task.name: _TaskCall(task) for task in tasks}
+
+    def worker(self, queue: str, **options: Any) -> Worker:
+        """A Worker running every task of ``queue`` (by job name); ``options`` are
+        Worker's (``concurrency``, ``processes``...)."""
+        return Worker(queue, self.routes(queue), self.connection, prefix=self.prefix,
+                      **options)
 
     def close(self) -> None:
         with self._lock:
