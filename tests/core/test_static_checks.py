@@ -1,5 +1,5 @@
 """The package is typed (py.typed) and passes ``mypy --strict`` and ``ruff check`` with the
-pinned versions of the test extra (pyproject.toml configures both); .ci/run runs them too.
+pinned versions of the dev extra (pyproject.toml configures both); .ci/run runs them too.
 Its imports go one way, down the layers of docs/architecture.md, with no cycle at run time."""
 from __future__ import annotations
 
