@@ -30,11 +30,11 @@ from orijs_sync.store.scripts import Scripts  # noqa: E402
 from orijs_sync.testing import RedisServer  # noqa: E402
 from orijs_sync.workflows import BullMQWorkflowProvider, Workflow  # noqa: E402
 
-LUA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lua")
+LUA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "orijs_sync", "lua")
 
 
 def script_names(client: redis.Redis) -> Dict[str, str]:
-    """SHA1 -> script name, for every script under lua/ (groups/ included)."""
+    """SHA1 -> script name, for every script under orijs_sync/lua/ (groups/ included)."""
     scripts = Scripts(client)
     names = {}
     for folder in (LUA, os.path.join(LUA, "groups")):

@@ -20,7 +20,7 @@ the workers started and ready on a paused queue before the clock):
 For every cell it records the worker process's CPU (``cpu_us_per_job``; × the rate
 gives the cores it used), Redis's CPU over the cell (``INFO cpu``) and what Redis
 did (``INFO commandstats``, and per script from a SLOWLOG of every command: the sha
-of each EVALSHA is mapped to orijs_sync's ``lua/<name>.lua`` or BullMQ's script).
+of each EVALSHA is mapped to ``orijs_sync/lua/<name>.lua`` or BullMQ's script).
 Writes ``scaling.json`` and ``scaling.png`` into ``--out`` (default bench/) and
 prints the tables.
 """
@@ -51,10 +51,10 @@ SAMPLE = ["--sample", "1"]   # the peers report their RSS, threads and CPU
 
 
 def script_names() -> Dict[str, str]:
-    """sha1 -> script name, for orijs_sync's lua/ and BullMQ for Node's scripts."""
+    """sha1 -> script name, for orijs_sync/lua/ and BullMQ for Node's scripts."""
     from orijs_sync.store import scripts
     names: Dict[str, str] = {}
-    lua = os.path.join(ROOT, "lua")
+    lua = os.path.join(ROOT, "orijs_sync", "lua")
     for path, _, files in os.walk(lua):
         if os.path.basename(path) == "includes":
             continue

@@ -28,6 +28,7 @@ NOT_FOR_FLOWS = {
 NOT_DEFAULTS = {
     "job_id": "each job needs its own id: set it in the node's opts",
     "parent": "only a flow's root may name a parent, in its own opts",
+    "run_at": "it is one point in time: set it in a node's opts",
     "deduplication": "deduplication is per job: set it in the root's opts",
 }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from . import errors
+from ._job_manual import raise_for_code
 from .base import validate as check
 from .base.util import Seconds, dumps, now_ms, to_ms
 from .options import MAX_PRIORITY
@@ -82,8 +83,7 @@ class JobActionsMixin:
         code = self.queue.scripts.run(
             "moveToDelayed", [k.job(self.id), k.active, k.events, k.stalled, k.meta],
             [k.base, self.id, now_ms(), token, int(timestamp * 1000), "1", dumps([])])
-        if isinstance(code, int) and code < 0:
-            raise errors.LockLost(f"cannot move job {self.id} to delayed (code {code})")
+        raise_for_code(self.id, code, "move to delayed")
         self._moved = True
 
     def remove(self, remove_children: bool = True) -> bool:

@@ -58,9 +58,11 @@ class QueueControlMixin:
         self._pause(True)
 
     def resume(self) -> None:
+        """Resume the queue after ``pause()``: workers (Node's too) take its jobs again."""
         self._pause(False)
 
     def is_paused(self) -> bool:
+        """Whether the queue is paused (``pause()``, by either side)."""
         return bool(self.client.hexists(self.keys.meta, "paused"))
 
     # -- removal -----------------------------------------------------------
@@ -155,21 +157,27 @@ class QueueControlMixin:
                 for job_id, fields in zip(ids, pipe.execute()) if fields]
 
     def get_waiting(self, start: int = 0, end: int = -1) -> List["Job"]:
+        """Waiting jobs, oldest first; ``start``/``end`` are ranks (``end=-1``: to the end)."""
         return self.get_jobs(["wait"], start, end, asc=True)
 
     def get_active(self, start: int = 0, end: int = -1) -> List["Job"]:
+        """Active jobs (being processed), oldest first; ``start``/``end`` are ranks."""
         return self.get_jobs(["active"], start, end, asc=True)
 
     def get_delayed(self, start: int = 0, end: int = -1) -> List["Job"]:
+        """Delayed jobs, soonest due first; ``start``/``end`` are ranks."""
         return self.get_jobs(["delayed"], start, end, asc=True)
 
     def get_prioritized(self, start: int = 0, end: int = -1) -> List["Job"]:
+        """Prioritized jobs, in the order they will be taken; ``start``/``end`` are ranks."""
         return self.get_jobs(["prioritized"], start, end, asc=True)
 
     def get_completed(self, start: int = 0, end: int = -1) -> List["Job"]:
+        """Completed jobs (as kept by ``remove_on_complete``), newest first."""
         return self.get_jobs(["completed"], start, end, asc=False)
 
     def get_failed(self, start: int = 0, end: int = -1) -> List["Job"]:
+        """Failed jobs (as kept by ``remove_on_fail``), newest first."""
         return self.get_jobs(["failed"], start, end, asc=False)
 
     def get_job_logs(self, job_id: str, start: int = 0, end: int = -1,

@@ -1,11 +1,12 @@
 """Job scheduler methods of Queue: upsert/get/list/remove job schedulers."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 from . import job_scheduler
 from .base.util import Seconds
 from .job_scheduler import DateLike, JobSchedulerInfo
+from .types import JobTemplate
 
 if TYPE_CHECKING:  # pragma: no cover
     from .job import Job
@@ -18,14 +19,15 @@ class SchedulerQueueMixin:
                              pattern: Optional[str] = None, tz: Optional[str] = None,
                              start_date: Optional[DateLike] = None,
                              end_date: Optional[DateLike] = None, limit: Optional[int] = None,
-                             template: Optional[Mapping[str, Any]] = None) -> Optional["Job"]:
+                             template: Optional[JobTemplate] = None) -> Optional["Job"]:
         """Create or replace the scheduler ``scheduler_id``; returns the job of its next run.
 
         Exactly one of ``every`` (seconds or ``timedelta``) and ``pattern`` (cron, 5
         fields or 6 with seconds first, read in ``tz`` or else local time). ``start_date``
         and ``end_date`` are datetimes (or ms since the epoch); ``limit`` caps the
         number of runs; ``template`` is ``{"name", "data", "opts"}`` with ``opts`` as
-        ``Queue.add`` keywords. Bad input raises ``ValueError`` and writes nothing.
+        ``Queue.add`` keywords (``orijs_sync.types.JobTemplate``). Bad input raises
+        ``ValueError`` and writes nothing.
         Upserting the same id again (from any process) replaces the pending run
         instead of starting a second series.
         """
@@ -43,6 +45,7 @@ class SchedulerQueueMixin:
         return job_scheduler.list_all(self, start, end, asc)  # type: ignore[arg-type]
 
     def get_job_schedulers_count(self) -> int:
+        """How many job schedulers the queue holds (BullMQ's ``getJobSchedulersCount``)."""
         return int(self.client.zcard(self.keys.repeat))  # type: ignore[attr-defined]
 
     def remove_job_scheduler(self, scheduler_id: str) -> bool:

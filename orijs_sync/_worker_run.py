@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from . import errors
 from .base import validate as check
-from .base.roles import backoff_delay, run_until_signalled
+from .base.roles import run_until_signalled, start_when_redis_answers
 from .base.util import Seconds
 
 if TYPE_CHECKING:  # pragma: no cover
     from .engine.children import ChildPool
+    from .job import Job
     from .store.connection import RedisConnection
 
 log = logging.getLogger("orijs_sync.worker")
@@ -27,6 +27,8 @@ class RunMixin:
     max_reconnect_delay: float
     _shutdown_requested: threading.Event
     _children: "Optional[ChildPool]"
+    _cv: threading.Condition
+    _active: "Dict[str, Job]"
 
     if TYPE_CHECKING:  # pragma: no cover - Worker's own
         def start(self) -> Any:
@@ -56,29 +58,43 @@ class RunMixin:
             log.warning("worker %s: a second signal: handler threads cannot be stopped; "
                         "waiting for the running jobs", self.name)
 
+    def _give_back_running(self) -> List[str]:
+        """A cold shutdown in thread mode: every job a handler thread still runs goes
+        back to wait now, by its lock token (``Job.move_to_wait``: no attempt counted).
+        The threads are not stopped (the process exits next); an outcome one writes
+        later is refused, its lock being gone. Returns the ids moved back (none in
+        process mode: there ``_cut_off`` kills the children instead)."""
+        if self._children is not None:
+            return []
+        with self._cv:
+            running = list(self._active.values())
+        moved = []
+        for job in running:
+            try:
+                job.move_to_wait(job.token or "")
+            except errors.OrijsError as exc:     # finished meanwhile, or its lock lost
+                log.warning("worker %s: job %s not moved back to wait: %s", self.name,
+                            job.id, exc, extra={"queue": self.name, "job_id": job.id})
+                continue
+            log.warning("worker %s: job %s (%s) cut off, moved back to wait", self.name,
+                        job.id, job.name, extra={"queue": self.name, "job_id": job.id,
+                                                 "job_name": job.name})
+            moved.append(job.id)
+        return moved
+
+    def _cold_stop(self, timeout: Optional[float]) -> None:
+        """A cold shutdown (the CLI's): the running jobs back to wait now. In process
+        mode their children are killed (``_cut_off``) and ``close()`` waits, up to
+        ``timeout``, for the worker's threads to give the jobs back; in thread mode
+        ``_give_back_running``."""
+        if self._children is not None:
+            self._cut_off()
+            self.close(timeout)
+        else:
+            self._give_back_running()
+
     def _start_when_redis_answers(self, timeout: Optional[float]) -> bool:
         """``start()`` until it succeeds (True) or a shutdown is requested (False)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        failures = 0
-        while not self._shutdown_requested.is_set():
-            try:
-                self.start()
-                return True
-            except errors.InvalidStateError:
-                if self._shutdown_requested.is_set():      # closed while starting
-                    return False
-                raise
-            except errors.ConnectionError as exc:
-                failures += 1
-                delay = backoff_delay(failures, self.max_reconnect_delay)
-                if deadline is not None:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise errors.TimeoutError(
-                            f"worker {self.name}: Redis at {self.connection.address} did not "
-                            f"answer within {timeout:g}s ({exc})") from exc
-                    delay = min(delay, left)
-                log.warning("worker %s: waiting for Redis at %s (%s); next try in %.1fs",
-                            self.name, self.connection.address, exc, delay)
-                self._shutdown_requested.wait(delay)
-        return False
+        return start_when_redis_answers(self.start, self._shutdown_requested, timeout,
+                                        self.max_reconnect_delay, f"worker {self.name}",
+                                        self.connection.address)

@@ -40,6 +40,7 @@ from .store.cluster import check_flow
 from .store.connect import ConnectionOwner
 from .store.connection import ConnectionLike, RedisConnection
 from .store.scripts import Scripts
+from .types import FlowJob
 
 NODE_KEYS = {"name", "queue_name", "data", "opts", "children", "prefix"}
 
@@ -109,7 +110,7 @@ class FlowProducer(ConnectionOwner):
             return queue
 
     # -- adding --------------------------------------------------------------
-    def add(self, flow: Mapping[str, Any],
+    def add(self, flow: FlowJob,
             queues_options: Optional[Mapping[str, Any]] = None) -> JobNode:
         """Add one tree atomically; returns it as added, ids filled in.
 
@@ -133,7 +134,7 @@ class FlowProducer(ConnectionOwner):
         finally:
             self._local.side = None
 
-    def add_bulk(self, flows: Iterable[Mapping[str, Any]]) -> List[JobNode]:
+    def add_bulk(self, flows: Iterable[FlowJob]) -> List[JobNode]:
         """Add many trees in one transaction. Every node is checked before anything is
         written: a bad node raises ``ValueError``/``TypeError`` and adds nothing."""
         if isinstance(flows, (str, bytes, Mapping)) or not isinstance(flows, Iterable):

@@ -16,7 +16,7 @@ from ._job_flow import FlowJobMixin
 from ._job_manual import ManualJobMixin
 from ._job_state import JobStateMixin, append_log, write_progress
 from .base import validate as check
-from .base.util import dumps, loads, now_ms, stored_int
+from .base.util import StoredTimes, dumps, loads, now_ms, stored_int
 
 if TYPE_CHECKING:  # pragma: no cover
     from .base.cancellation import Cancellation
@@ -54,8 +54,13 @@ def _json_field(fields: Mapping[str, str], name: str, default: Any, problems: Li
         return text
 
 
-class Job(JobActionsMixin, FlowJobMixin, ManualJobMixin, ChildrenJobMixin, JobStateMixin):
-    """A job as stored in Redis. Created by ``Queue.add``/``get_job`` and by workers."""
+class Job(JobActionsMixin, FlowJobMixin, ManualJobMixin, ChildrenJobMixin, JobStateMixin,
+          StoredTimes):
+    """A job as stored in Redis. Created by ``Queue.add``/``get_job`` and by workers.
+
+    Times are BullMQ's epoch milliseconds as stored (``timestamp``, ``processed_on``,
+    ``finished_on``) and the same as aware UTC ``datetime``s (``created_at``,
+    ``processed_at``, ``finished_at``)."""
 
     def __init__(self, queue: "QueueLike", job_id: str, name: str, data: Any,
                  opts: Optional[Dict[str, Any]] = None, timestamp: Optional[int] = None) -> None:
@@ -215,10 +220,13 @@ class Job(JobActionsMixin, FlowJobMixin, ManualJobMixin, ChildrenJobMixin, JobSt
 
     @property
     def key(self) -> str:
+        """The job's hash key in Redis (``{prefix}:{queue}:{id}``)."""
         return cast(str, self.queue.keys.job(self.id))
 
     # -- reads -------------------------------------------------------------
     def refresh(self) -> "Job":
+        """Read the job's stored fields again into this object; ``JobNotFound`` when it is
+        gone."""
         fields = self.queue.client.hgetall(self.key)
         if not fields:
             raise errors.JobNotFound(f"job {self.id} of queue {self.queue.name} no longer exists")
@@ -229,12 +237,16 @@ class Job(JobActionsMixin, FlowJobMixin, ManualJobMixin, ChildrenJobMixin, JobSt
         return self
 
     def get_state(self) -> str:
+        """The job's state now: ``waiting``, ``active``, ``delayed``, ``prioritized``,
+        ``waiting-children``, ``completed``, ``failed`` or ``unknown``."""
         return cast(str, self.queue.get_job_state(self.id))
 
     def is_completed(self) -> bool:
+        """Whether the job is completed now (``get_state``)."""
         return self.get_state() == "completed"
 
     def is_failed(self) -> bool:
+        """Whether the job is failed now (``get_state``)."""
         return self.get_state() == "failed"
 
     # -- writes from a handler or a client ---------------------------------
@@ -250,6 +262,7 @@ class Job(JobActionsMixin, FlowJobMixin, ManualJobMixin, ChildrenJobMixin, JobSt
         return append_log(self.queue, self.id, line, int(self.opts.get("kl") or 0))
 
     def update_data(self, data: Any) -> None:
+        """Replace the job's data (any JSON value); ``JobNotFound`` when it is gone."""
         text = dumps(data, "job data")
         if not self.queue.client.exists(self.key):
             raise errors.JobNotFound(f"job {self.id} not found")

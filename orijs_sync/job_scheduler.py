@@ -24,7 +24,7 @@ from croniter import croniter
 from . import errors
 from . import options as job_options
 from .base import validate as check
-from .base.util import Seconds, dumps, loads, now_ms, script_json, stored_int, to_seconds
+from .base.util import Seconds, dumps, loads, now_ms, script_json, stored_int, to_seconds, utc_datetime
 
 if TYPE_CHECKING:  # pragma: no cover
     from .job import Job
@@ -37,6 +37,7 @@ DateLike = Union[datetime, int, float]
 # Template options that a scheduler decides itself.
 _REFUSED_TEMPLATE_OPTS = {"job_id": "the scheduler gives each run's job its id",
                           "delay": "the scheduler decides when each run starts",
+                          "run_at": "the scheduler decides when each run starts",
                           "parent": "a scheduler's jobs cannot belong to a flow",
                           "timestamp": "the scheduler stamps each run's job"}
 _UNDEDUPLICATED = ("deduplication", "debounce")
@@ -46,7 +47,9 @@ _LEGACY_SEGMENTS = 5  # legacy repeatable-job keys have 5+ ':'-separated parts
 
 @dataclass(frozen=True)
 class JobSchedulerInfo:
-    """A scheduler as stored: times in ms since the epoch, ``every`` in seconds.
+    """A scheduler as stored: times in ms since the epoch (``next``, ``start_date``,
+    ``end_date``; ``next_at`` is ``next`` as an aware UTC ``datetime``), ``every`` in
+    seconds.
 
     ``template`` is ``{"data": ..., "opts": ...}`` with ``opts`` in BullMQ's
     stored encoding (camelCase, short names), as Node reads it.
@@ -64,6 +67,11 @@ class JobSchedulerInfo:
     offset: Optional[int] = None
     iteration_count: Optional[int] = None
     template: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def next_at(self) -> Optional[datetime]:
+        """When the next run is due (``next``), UTC; None when there is none."""
+        return utc_datetime(self.next)
 
     @classmethod
     def from_hash(cls, scheduler_id: str, fields: Mapping[str, str],

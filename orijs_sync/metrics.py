@@ -2,7 +2,7 @@
 
 A worker made with ``metrics={"max_data_points": n}`` counts its completed and
 failed jobs per minute in BullMQ's keys (``{prefix}:{queue}:metrics:completed``
-and ``:failed``, written by ``lua/includes/metrics.lua`` as each job finishes);
+and ``:failed``, written by ``orijs_sync/lua/includes/metrics.lua`` as each job finishes);
 ``MonitoringMixin.get_metrics`` reads them as BullMQ's ``getMetrics()`` does,
 whichever language's workers wrote them.
 """
@@ -103,4 +103,5 @@ class MonitoringMixin:
         return list_workers(self.client, self.prefix, self.name)
 
     def get_workers_count(self) -> int:
+        """How many workers (either side's) are connected to the queue (``get_workers``)."""
         return len(self.get_workers())

@@ -1,6 +1,7 @@
 """Job options: Python keywords in, BullMQ v5's stored ``opts`` JSON out (and back).
 
-Durations are seconds in Python and milliseconds in Redis. A few options have
+Durations are seconds in Python and milliseconds in Redis; ``run_at`` (a point in
+time) becomes the ``delay`` from the job's ``timestamp``. A few options have
 short stored names in BullMQ (``de``, ``fpof``, ``cpof``, ``idof``, ``rdof``, ``kl``).
 Every check happens before anything is written.
 """
@@ -10,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any, Dict, Optional, cast
 
 from .base import validate as check
-from .base.util import to_ms
+from .base.util import now_ms, to_ms
 
 MAX_PRIORITY = check.MAX_PRIORITY
 
@@ -35,7 +36,7 @@ DEDUPLICATION_KEYS = {"id", "ttl", "extend", "replace", "keep_last_if_active"}
 _DEDUPLICATION_FLAGS = {"extend": "extend", "replace": "replace",
                         "keep_last_if_active": "keepLastIfActive"}
 
-KNOWN = {"delay", "priority", "lifo", "attempts", "backoff", "job_id", "deduplication", "debounce",
+KNOWN = {"delay", "run_at", "priority", "lifo", "attempts", "backoff", "job_id", "deduplication", "debounce",
          "remove_on_complete", "remove_on_fail", "timestamp", "fail_parent_on_failure",
          "continue_parent_on_failure", "ignore_dependency_on_failure",
          "remove_dependency_on_failure", "keep_logs", "stack_trace_limit", "parent",
@@ -228,16 +229,45 @@ def encode(options: Mapping[str, Any], *, arg: str = "job options") -> Dict[str,
                         "is the older name of deduplication: give one of them")
     opts: Dict[str, Any] = {}
     for name, value in options.items():
-        if value is not None:
+        if value is not None and name != "run_at":
             _encode_one(name, value, opts)
+    if options.get("run_at") is not None:
+        _run_at(options, opts, arg)
     opts.setdefault("attempts", 1)
     return opts
 
 
+def _run_at(options: Mapping[str, Any], opts: Dict[str, Any], arg: str) -> None:
+    """``run_at`` as BullMQ's ``delay`` from the job's ``timestamp`` (stored, so the
+    job's delayed score is ``run_at``'s milliseconds); a past one is no delay."""
+    if options.get("delay") is not None:
+        check.bad_value(f"{arg}.run_at", options["run_at"], "is given with delay: give one")
+    run_ms = check.moment_ms(options["run_at"], "run_at")
+    opts.setdefault("timestamp", now_ms())
+    opts.pop("delay", None)
+    if run_ms > opts["timestamp"]:
+        opts["delay"] = run_ms - opts["timestamp"]
+
+
+def encode_defaults(options: Mapping[str, Any], arg: str) -> Dict[str, Any]:
+    """``encode`` for default options (every job's): ``run_at``, one point in time, is
+    refused there."""
+    if check.mapping(options, arg).get("run_at") is not None:
+        check.bad_value(f"{arg}.run_at", options["run_at"], "is one point in time, not a "
+                                                            "default for every job: use delay")
+    return encode(options, arg=arg)
+
+
+_WHEN = ("delay", "run_at")
+
+
 def merge(defaults: Optional[Mapping[str, Any]], options: Mapping[str, Any]) -> Dict[str, Any]:
-    """Per-call options over defaults; ``None`` in the call means 'not given'."""
-    merged = dict(defaults or {})
-    merged.update({k: v for k, v in options.items() if v is not None})
+    """Per-call options over defaults; ``None`` in the call means 'not given'. A call's
+    ``delay`` or ``run_at`` replaces both of the defaults'."""
+    given = {k: v for k, v in options.items() if v is not None}
+    merged = {k: v for k, v in (defaults or {}).items()
+              if not (k in _WHEN and any(w in given for w in _WHEN))}
+    merged.update(given)
     return merged
 
 

@@ -24,6 +24,7 @@ from .store.cluster import check_queue
 from .store.connect import ConnectionOwner
 from .store.connection import ConnectionLike, RedisConnection
 from .store.scripts import Scripts
+from .types import BulkJob, JobOptions, Unpack
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ class Queue(ConnectionOwner, QueueControlMixin, QueueGettersMixin, QueueWritesMi
         self.name = name
         self.prefix = prefix
         self.default_job_options = check.mapping(default_job_options, "default_job_options")
-        job_options.encode(self.default_job_options, arg="default_job_options")  # fail early
+        job_options.encode_defaults(self.default_job_options, "default_job_options")  # fail early
         max_len = check_events_max_len(events_max_len)
         check_queue(connection, prefix, name)
         self._use_connection(connection)
@@ -150,8 +151,10 @@ class Queue(ConnectionOwner, QueueControlMixin, QueueGettersMixin, QueueWritesMi
         stored_parent = attach_to_parent(parent, encoded) if parent is not None else None
         return AddCall(self.keys, name, data, encoded, parent=stored_parent)
 
-    def add(self, name: str, data: Any = None, **opts: Any) -> Job:
-        """Add one job. Options are keywords (``delay`` in seconds, ``priority``, ``attempts``,
+    def add(self, name: str, data: Any = None, **opts: Unpack[JobOptions]) -> Job:
+        """Add one job. Options are keywords (``orijs_sync.types.JobOptions``, checked by
+        mypy; ``delay`` in seconds or ``run_at`` (a timezone-aware ``datetime``),
+        ``priority``, ``attempts``,
         ``backoff`` (seconds for a fixed delay, or ``{"type": "fixed" | "exponential" | a
         strategy's name, "delay": seconds, "jitter": 0..1}``), ``job_id``,
         ``remove_on_complete``, ``deduplication={"id", "ttl", "extend", "replace",
@@ -164,8 +167,9 @@ class Queue(ConnectionOwner, QueueControlMixin, QueueGettersMixin, QueueWritesMi
             return self._added(call, call.run_handing(self.scripts, self.connection, handing))
         return self._added(call, AddCall.run_batch([call], self.scripts, self.connection)[0])
 
-    def add_bulk(self, jobs: Iterable[Mapping[str, Any]]) -> List[Job]:
-        """Add many jobs in one round trip (one atomic script call): ``[{"name", "data", "opts"}]``."""
+    def add_bulk(self, jobs: Iterable[BulkJob]) -> List[Job]:
+        """Add many jobs in one round trip (one atomic script call): ``[{"name", "data",
+        "opts"}]`` (``orijs_sync.types.BulkJob``), ``opts`` as ``add``'s keywords."""
         if isinstance(jobs, (str, bytes, Mapping)) or not isinstance(jobs, Iterable):
             check.bad_type("jobs", jobs, "a list of {'name', 'data', 'opts'} dicts")
         calls = []

@@ -206,6 +206,7 @@ class QueueEvents:
 
     @property
     def queues(self) -> List[str]:
+        """The names of the queues this listener watches."""
         with self._lock:
             return [queue for queue, _ in self._streams.values()]
 
@@ -261,6 +262,7 @@ class QueueEvents:
         return fn
 
     def off(self, event: str, fn: Callable[..., Any]) -> None:
+        """Remove a listener added with ``on`` (nothing when it is not there)."""
         with self._lock:
             if fn in self._listeners.get(event, []):
                 self._listeners[event].remove(fn)

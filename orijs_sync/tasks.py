@@ -28,6 +28,7 @@ from .job import Job
 from .queue import Queue
 from .store.connect import ConnectionOwner
 from .store.connection import ConnectionLike
+from .types import JobOptions, Unpack
 from .worker import Worker
 
 __all__ = ["Task", "Tasks"]
@@ -70,8 +71,10 @@ class Task:
 
     delay = add
 
-    def apply(self, kwargs: Optional[Mapping[str, Any]] = None, **opts: Any) -> Job:
-        """Enqueue a run with ``kwargs`` and job options for this add over the task's."""
+    def apply(self, kwargs: Optional[Mapping[str, Any]] = None,
+              **opts: Unpack[JobOptions]) -> Job:
+        """Enqueue a run with ``kwargs`` and job options (``Queue.add``'s keywords, a
+        ``delay`` or ``run_at`` among them) for this add over the task's."""
         data = dict(check.mapping(kwargs, "kwargs"))
         try:
             self._signature.bind(**data)
@@ -100,12 +103,12 @@ class Tasks(ConnectionOwner):
         self._lock = threading.Lock()      # guards _tasks and _queues
 
     def task(self, queue: str = "default", *, name: Optional[str] = None,
-             **opts: Any) -> Callable[[Callable[..., Any]], Task]:
+             **opts: Unpack[JobOptions]) -> Callable[[Callable[..., Any]], Task]:
         """Register the decorated function as the job ``name`` (default: the function's
         name) of ``queue``, with default job options ``opts`` (``attempts``, ``backoff``...,
         checked now)."""
         check.name(queue, "queue")
-        job_options.encode(opts)
+        job_options.encode_defaults(opts, "task options")
 
         def register(fn: Callable[..., Any]) -> Task:
             check.function(fn, "task")
@@ -142,14 +145,19 @@ class Tasks(ConnectionOwner):
                                                    prefix=self.prefix)
             return queue
 
-    def worker(self, queue: str, **options: Any) -> Worker:
-        """A Worker running every task of ``queue`` (by job name); ``options`` are
-        Worker's (``concurrency``, ``processes``...)."""
+    def routes(self, queue: str) -> Dict[str, Callable[[Job], Any]]:
+        """``{job name: handler}`` for every task of ``queue``: the processor ``worker()``
+        gives its Worker (any Worker takes it, also in process mode)."""
         tasks = self.tasks_of(queue)
         if not tasks:
             check.bad_value("queue", queue, "has no task registered")
-        routes = {task.name: _TaskCall(task) for task in tasks}
-        return Worker(queue, routes, self.connection, prefix=self.prefix, **options)
+        return {task.name: _TaskCall(task) for task in tasks}
+
+    def worker(self, queue: str, **options: Any) -> Worker:
+        """A Worker running every task of ``queue`` (by job name); ``options`` are
+        Worker's (``concurrency``, ``processes``...)."""
+        return Worker(queue, self.routes(queue), self.connection, prefix=self.prefix,
+                      **options)
 
     def close(self) -> None:
         with self._lock:

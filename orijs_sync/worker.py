@@ -341,6 +341,7 @@ class Worker(RunMixin, EventsMixin, ManualMixin, CancelMixin, RateLimitMixin):
 
     @property
     def is_running(self) -> bool:
+        """Whether the worker is started and not yet closing."""
         return self._state == "running"
 
     # -- local pause -------------------------------------------------------
@@ -368,6 +369,7 @@ class Worker(RunMixin, EventsMixin, ManualMixin, CancelMixin, RateLimitMixin):
 
     @property
     def is_paused(self) -> bool:
+        """Whether this worker is paused locally (``pause()``)."""
         return self._paused
 
     # -- slots and dispatch (the engine's fetcher thread) ------------------

@@ -153,6 +153,13 @@ class SharedGroup:
                 self._group = WorkerGroup(self._connection, name=self._name)
             return {"group": self._group}
 
+    def workers(self) -> List["Worker"]:
+        """The Workers running in the group (for a cold shutdown: the CLI gives their
+        running jobs back); none before the first one started."""
+        with self._lock:
+            group = self._group
+        return [] if group is None else group.workers
+
     def close(self, timeout: Optional[float] = None) -> None:
         """Close the group if it was made here (its workers are closed by then)."""
         with self._lock:

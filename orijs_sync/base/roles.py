@@ -24,6 +24,40 @@ def backoff_delay(failures: int, cap: float) -> float:
     return min(0.1 * 2.0 ** (min(failures, 32) - 1), cap)
 
 
+def start_when_redis_answers(start: Callable[[], object], stop: threading.Event,
+                             timeout: Optional[float], max_delay: float, what: str,
+                             address: str) -> bool:
+    """``start()`` until it succeeds (True) or ``stop`` is set (False). After an
+    ``errors.ConnectionError`` it is tried again, at once, then after a logged pause
+    growing to ``max_delay``; past ``timeout`` seconds (None: never)
+    ``errors.TimeoutError`` is raised. An ``errors.InvalidStateError`` once ``stop``
+    is set (closed while starting) is a False."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    failures = 0
+    while not stop.is_set():
+        try:
+            start()
+            return True
+        except errors.InvalidStateError:
+            if stop.is_set():
+                return False
+            raise
+        except errors.ConnectionError as exc:
+            failures += 1
+            delay = backoff_delay(failures, max_delay)
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise errors.TimeoutError(
+                        f"{what}: Redis at {address} did not answer within {timeout:g}s "
+                        f"({exc})") from exc
+                delay = min(delay, left)
+            log.warning("%s: waiting for Redis at %s (%s); next try in %.1fs",
+                        what, address, exc, delay)
+            stop.wait(delay)
+    return False
+
+
 class Role:
     """One background role. Subclasses implement ``loop()``: one step of work."""
 

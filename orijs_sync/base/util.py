@@ -6,7 +6,7 @@ import logging
 import re
 import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Optional, Union, overload
 
 from .. import errors
@@ -17,6 +17,36 @@ Seconds = Union[int, float, timedelta]
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def utc_datetime(ms: Optional[int]) -> Optional[datetime]:
+    """Epoch milliseconds (a stored time) as an aware UTC ``datetime``; None stays None."""
+    return None if ms is None else datetime.fromtimestamp(ms / 1000.0, timezone.utc)
+
+
+class StoredTimes:
+    """The times a job's hash holds, as aware UTC ``datetime``s beside the stored epoch
+    milliseconds (``timestamp``, ``processed_on``, ``finished_on``), which stay as
+    BullMQ names and stores them."""
+
+    timestamp: int
+    processed_on: Optional[int]
+    finished_on: Optional[int]
+
+    @property
+    def created_at(self) -> datetime:
+        """When the job was added (``timestamp``), UTC."""
+        return datetime.fromtimestamp(self.timestamp / 1000.0, timezone.utc)
+
+    @property
+    def processed_at(self) -> Optional[datetime]:
+        """When its latest attempt started (``processed_on``), UTC; None before."""
+        return utc_datetime(self.processed_on)
+
+    @property
+    def finished_at(self) -> Optional[datetime]:
+        """When it completed or failed for good (``finished_on``), UTC; None before."""
+        return utc_datetime(self.finished_on)
 
 
 def to_seconds(value: Optional[Seconds], name: str, *, allow_none: bool = True) -> Optional[float]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Collection, Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Dict, Literal, NoReturn, Optional, cast, overload
 
 from .. import errors
@@ -145,6 +145,21 @@ def seconds(value: Any, arg: str, *, allow_none: bool = True,
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         bad_type(arg, value, "a number of seconds or a timedelta")
     return float(number(value, arg, minimum=0, maximum=maximum))
+
+
+def moment_ms(value: Any, arg: str) -> int:
+    """A point in time as epoch milliseconds (>= 0): a timezone-aware ``datetime`` or
+    epoch seconds (as ``time.time()``). A naive ``datetime`` is refused: which zone it
+    means is a guess."""
+    if isinstance(value, datetime):
+        if value.utcoffset() is None:
+            bad_value(arg, value, "must be a timezone-aware datetime (a naive one is "
+                                  "ambiguous: use datetime.now(timezone.utc) + ... or "
+                                  ".astimezone())")
+        return max(0, int(round(value.timestamp() * 1000)))    # before 1970: now
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        bad_type(arg, value, "a timezone-aware datetime or epoch seconds")
+    return int(round(number(value, arg, minimum=0, maximum=MAX_INT / 1000) * 1000))
 
 
 def mapping(value: Any, arg: str, *, allow_none: bool = True) -> Dict[str, Any]:

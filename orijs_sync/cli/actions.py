@@ -2,29 +2,28 @@
 
 Actions (retry, remove, promote, clean, pause, resume, drain, obliterate,
 schedulers) refuse a queue that does not exist under the prefix, with a message
-saying so, before they write anything. ``--json`` prints JSON for scripts.
+saying so, before they write anything (``main.py`` checks, by ``queue_exists``).
+``--json`` prints JSON for scripts.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import signal
 import sys
 import threading
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from .. import errors
 from ..job import Job
 from ..queue import Queue
 from ..store.connection import RedisConnection
 
-log = logging.getLogger(__name__)
-
 # Keys a queue with jobs, or a past, has: how `queues` finds them and actions check them.
 QUEUE_SUFFIXES = ("meta", "id", "wait", "active", "paused", "prioritized", "delayed",
                   "completed", "failed", "waiting-children", "events", "repeat")
 RETRY_BATCH = 1000
+DRAINED = ("waiting", "prioritized", "paused")     # what drain removes (and delayed)
 
 
 def emit(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -36,10 +35,8 @@ def queue_exists(queue: Queue) -> bool:
     return bool(queue.client.exists(*(queue.keys.key(s) for s in QUEUE_SUFFIXES)))
 
 
-def require_queue(queue: Queue) -> None:
-    if not queue_exists(queue):
-        raise errors.InvalidArgument(
-            f"queue {queue.name!r} does not exist under prefix {queue.prefix!r} "
+def missing_queue(queue: Queue) -> str:
+    return (f"queue {queue.name!r} does not exist under prefix {queue.prefix!r} "
             f"(no key {queue.keys.base}meta, id, wait, ...): nothing done")
 
 
@@ -96,11 +93,22 @@ def _job_or_fail(queue: Queue, job_id: str) -> Job:
     return job
 
 
+def _job_in(queue: Queue, job_id: str, states: Sequence[str], wanted: str,
+            refused: str) -> Job:
+    """The job, if it is in one of ``states``; else refused naming the state it is in
+    ("job 7 is active, not failed: not retried")."""
+    job = _job_or_fail(queue, job_id)
+    state = job.get_state()
+    if state not in states:
+        raise errors.InvalidStateError(f"job {job_id} is {state}, not {wanted}: {refused}")
+    return job
+
+
 def run_retry(args: argparse.Namespace, queue: Queue) -> int:
     if bool(args.job_id) == bool(args.all_failed):
         raise errors.InvalidArgument("retry takes one job id or --all-failed")
     if args.job_id:
-        _job_or_fail(queue, args.job_id).retry()
+        _job_in(queue, args.job_id, ("failed",), "failed", "not retried").retry()
         emit(args, {"retried": [args.job_id]}, f"job {args.job_id} moved back to wait")
         return 0
     retried: List[str] = []
@@ -116,15 +124,16 @@ def run_retry(args: argparse.Namespace, queue: Queue) -> int:
 
 
 def run_remove(args: argparse.Namespace, queue: Queue) -> int:
-    _job_or_fail(queue, args.job_id)
+    job = _job_or_fail(queue, args.job_id)
     if not queue.remove(args.job_id):
-        raise errors.InvalidStateError(f"job {args.job_id} is locked by a worker: not removed")
+        raise errors.InvalidStateError(f"job {args.job_id} is {job.get_state()} and locked "
+                                       f"by a worker: not removed")
     emit(args, {"removed": args.job_id}, f"job {args.job_id} removed")
     return 0
 
 
 def run_promote(args: argparse.Namespace, queue: Queue) -> int:
-    _job_or_fail(queue, args.job_id).promote()
+    _job_in(queue, args.job_id, ("delayed",), "delayed", "not promoted").promote()
     emit(args, {"promoted": args.job_id}, f"job {args.job_id} promoted to wait")
     return 0
 
@@ -149,8 +158,12 @@ def run_resume(args: argparse.Namespace, queue: Queue) -> int:
 
 
 def run_drain(args: argparse.Namespace, queue: Queue) -> int:
+    states = DRAINED + (("delayed",) if args.delayed else ())
+    before = queue.get_job_counts(*states)     # the breakdown, counted just before
     removed = queue.drain(delayed=args.delayed)
-    emit(args, {"removed": removed}, f"{removed} waiting job(s) removed from {queue.name}")
+    emit(args, {"removed": removed, "by_state": before},
+         f"{removed} job(s) removed from {queue.name} ("
+         + ", ".join(f"{n} {state}" for state, n in before.items()) + ", counted just before)")
     return 0
 
 
@@ -177,16 +190,8 @@ def run_schedulers(args: argparse.Namespace, queue: Queue) -> int:
     return 0
 
 
-def log_each_job(worker: Any) -> None:
-    """An INFO log line per finished job of a CLI worker."""
-    worker.on("completed", lambda job, _result: log.info(
-        "job %s (%s) of %s completed", job.id, job.name, job.queue.name))
-    worker.on("failed", lambda job, exc: log.info(
-        "job %s (%s) of %s failed: %s", job.id, job.name, job.queue.name, exc))
-
-
 def _action(sub: Any, name: str, help_text: str, run: Any, job_id: bool = False) -> Any:
-    p = sub.add_parser(name, help=help_text)
+    p = sub.add_parser(name, help=help_text, description=help_text)
     p.add_argument("queue")
     if job_id:
         p.add_argument("job_id")
@@ -196,7 +201,8 @@ def _action(sub: Any, name: str, help_text: str, run: Any, job_id: bool = False)
 
 def add_commands(parser: argparse.ArgumentParser, sub: Any) -> None:
     parser.add_argument("--json", action="store_true", help="JSON output, for scripts")
-    p = sub.add_parser("queues", help="every queue under the prefix with its counts")
+    p = sub.add_parser("queues", help="every queue under the prefix with its counts",
+                       description="every queue under the prefix with its counts")
     p.add_argument("--watch", type=float, metavar="N", help="refresh every N seconds")
     p.set_defaults(run=run_queues, queue=None)
     p = _action(sub, "retry", "move a failed job (or all of them) back to wait", run_retry)

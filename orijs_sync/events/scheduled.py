@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Type
+from typing import Any, Dict, List, Mapping, Optional, Type, cast
 
 from .. import errors
 from ..base import fork
@@ -20,6 +20,7 @@ from ..base import validate as check
 from ..base.util import Seconds, to_seconds
 from ..job_scheduler import validate_pattern
 from ..queue import Queue
+from ..types import JobOptions, JobTemplate
 from .message import EVENT_JOB_NAME, EventMessage, validate_event_name
 from .queue_manager import QueueManager
 
@@ -106,11 +107,11 @@ class ScheduledEventManager:
             return queue
 
     def _template(self, event_name: str, payload: Any,
-                  meta: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+                  meta: Optional[Mapping[str, Any]]) -> JobTemplate:
         message = EventMessage.create(event_name, payload, meta)   # validates payload/meta
         if self.queue_manager is not None:
             return {"name": EVENT_JOB_NAME, "data": message.to_dict(),
-                    "opts": self.queue_manager.job_options()}
+                    "opts": cast(JobOptions, self.queue_manager.job_options())}
         return {"name": event_name,
                 "data": {"payload": message.payload, "meta": message.meta,
                          "scheduledAt": int(time.time() * 1000)},

@@ -1,9 +1,9 @@
 """Manual processing of a group queue (GroupMQ's ``reserve``, ``reserveBatch``,
-``heartbeat``, ``complete``, ``deadLetter``), and the reservation and failure
-details the worker shares with it.
+``heartbeat``, ``complete``, ``deadLetter`` and its low-level ``retry``: ``fail``), and
+the reservation and failure details the worker shares with it.
 
 A reservation writes its token into the job's ``processing:{id}`` hash; ``complete``,
-``heartbeat`` and ``dead_letter`` act only while that hash still holds it, so a call
+``heartbeat``, ``fail`` and ``dead_letter`` act only while that hash still holds it, so a call
 made after the job was recovered (its deadline passed), removed or reserved again
 does nothing and returns ``False``.
 """
@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 SCAN_LIMIT = 100          # most ready groups one reserve call looks at
 DEAD_LETTER_REASON = "dead-lettered"
+FAILED_REASON = "failed by hand"
 
 
 def reserve_jobs(queue: "GroupQueue", n: int, token: str, preferred: str = "",
@@ -54,8 +55,8 @@ def held(job: Any, queue: "GroupQueue") -> GroupJob:
                                    f"{job.queue.name!r}, not {queue.name!r}")
     if not job.token:
         raise opt.GroupOptionError(f"job {job.id!r} was not reserved (get it from reserve() "
-                                   "or reserve_batch(): completing, heartbeating and "
-                                   "dead-lettering act on a reservation)")
+                                   "or reserve_batch(): completing, heartbeating, failing "
+                                   "and dead-lettering act on a reservation)")
     return job
 
 
@@ -125,9 +126,27 @@ def fail(queue: "GroupQueue", job: GroupJob, fields: Tuple[str, str, str], *,
 def dead_letter(queue: "GroupQueue", job: GroupJob, error: Any) -> bool:
     """Fail a reserved job for good, whatever attempts it has left."""
     fields = error_fields(DEAD_LETTER_REASON if error is None else error)
-    reply = fail(queue, job, fields, attempts_cap=1)
+    return _record(job, fields, fail(queue, job, fields, attempts_cap=1), 0)
+
+
+def fail_by_hand(queue: "GroupQueue", job: GroupJob, error: Any,
+                 backoff: Optional[Seconds]) -> bool:
+    """Fail this attempt of a reserved job: retried after ``backoff`` seconds while it
+    has attempts left (GroupMQ's low-level ``retry``), else failed for good."""
+    fields = error_fields(FAILED_REASON if error is None else error)
+    backoff_ms = opt.seconds_ms(backoff, "backoff") or 0
+    return _record(job, fields, fail(queue, job, fields, backoff_ms=backoff_ms), backoff_ms)
+
+
+def _record(job: GroupJob, fields: Tuple[str, str, str], reply: List[Any],
+            backoff_ms: int) -> bool:
+    """What fail.lua's ``reply`` did, on ``job``: False when it was no longer held."""
     if not reply[0]:
         return False
-    job.status, job.attempts_made = "failed", int(reply[1])
+    job.attempts_made = int(reply[1])
     job.failed_reason, job.stacktrace = fields[0], fields[2] or None
+    if reply[0] == "failed":
+        job.status = "failed"
+    else:
+        job.status = "delayed" if backoff_ms else "waiting"
     return True

@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Optional, Union, cast
 
 from .. import errors
 from ..base.util import Seconds, dumps, now_ms, to_seconds
-from ..base.validate import MAX_SECONDS
+from ..base.validate import MAX_INT, MAX_SECONDS, moment_ms
 from ..job_scheduler import validate_pattern
 
 ORDERING_METHODS = ("none", "scheduler", "in-memory")
@@ -48,14 +48,19 @@ def data_json(data: Any) -> str:
 
 
 def positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise GroupOptionError(f"{name} must be an integer >= 1, not {value!r}")
-    return value
+    return _integer(value, name, 1)
 
 
 def count(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise GroupOptionError(f"{name} must be an integer >= 0, not {value!r}")
+    return _integer(value, name, 0)
+
+
+def _integer(value: Any, name: str, minimum: int) -> int:
+    """An int from ``minimum`` to 2**53 - 1: GroupMQ's numbers are JavaScript's, exact
+    up to there (and Redis's scripts refuse larger counts, part-way through)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_INT:
+        raise GroupOptionError(f"{name} must be an integer from {minimum} to 2**53 - 1, not "
+                               f"{value!r}")
     return value
 
 
@@ -92,7 +97,7 @@ def order_ms(value: Any) -> int:
 
 def delay_until(delay: Optional[Seconds], run_at: Any) -> int:
     """Epoch ms the job may run from (0 = now), from ``delay`` (seconds) or ``run_at``
-    (a ``datetime`` or epoch seconds)."""
+    (a timezone-aware ``datetime`` or epoch seconds: ``validate.moment_ms``)."""
     if delay is not None and run_at is not None:
         raise GroupOptionError("give delay or run_at, not both")
     delay_ms = seconds_ms(delay, "delay")
@@ -100,12 +105,10 @@ def delay_until(delay: Optional[Seconds], run_at: Any) -> int:
         return now_ms() + delay_ms
     if run_at is None:
         return 0
-    if isinstance(run_at, datetime):
-        return max(0, int(run_at.timestamp() * 1000))
-    if isinstance(run_at, bool) or not isinstance(run_at, (int, float)) \
-            or not math.isfinite(run_at) or run_at < 0:
-        raise GroupOptionError(f"run_at must be a datetime or epoch seconds, not {run_at!r}")
-    return int(run_at * 1000)
+    try:
+        return moment_ms(run_at, "run_at")
+    except errors.ValidationError as exc:
+        raise GroupOptionError(str(exc)) from exc
 
 
 def repeat(value: Any) -> Dict[str, Union[int, str]]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from .. import errors
-from ..base.util import Seconds, loads, stored_int
+from ..base.util import Seconds, StoredTimes, loads, stored_int
 
 if TYPE_CHECKING:  # pragma: no cover
     from .queue import GroupQueue
@@ -22,8 +22,10 @@ def _float(value: Any) -> float:
 
 
 @dataclass
-class GroupJob:
-    """A job of a ``GroupQueue``. Times are epoch milliseconds, as stored."""
+class GroupJob(StoredTimes):
+    """A job of a ``GroupQueue``. Times are epoch milliseconds, as stored
+    (``deadline_at`` too, GroupMQ's name), and aware UTC ``datetime``s as
+    ``created_at``, ``processed_at`` and ``finished_at``."""
 
     id: str
     group_id: str
@@ -60,6 +62,7 @@ class GroupJob:
     @classmethod
     def from_hash(cls, job_id: str, raw: Mapping[str, str], status: str,
                   queue: Optional["GroupQueue"] = None) -> "GroupJob":
+        """A job from its stored hash fields (as ``GroupQueue.get_job`` reads it)."""
         def when(key: str) -> Optional[int]:
             return stored_int(raw[key], 0) if raw.get(key) else None
         return cls(id=job_id, group_id=raw.get("groupId", ""), data=loads(raw.get("data")),
@@ -82,22 +85,29 @@ class GroupJob:
         return self.queue
 
     def remove(self) -> bool:
+        """``GroupQueue.remove`` of this job."""
         return self._queue().remove(self.id)
 
     def retry(self) -> None:
+        """``GroupQueue.retry`` of this job (a failed job back in its group)."""
         self._queue().retry(self.id)
 
     def promote(self) -> None:
+        """``GroupQueue.promote`` of this job."""
         self._queue().promote(self.id)
 
     def change_delay(self, seconds: Seconds) -> None:
+        """``GroupQueue.change_delay`` of this job."""
         self._queue().change_delay(self.id, seconds)
 
     def update_data(self, data: Any) -> None:
+        """``GroupQueue.update_data`` of this job."""
         self._queue().update_data(self.id, data)
         self.data = data
 
-    update = update_data
+    def update(self, data: Any) -> None:
+        """GroupMQ's name of ``update_data``."""
+        self.update_data(data)
 
     def get_state(self) -> str:
         """``active``, ``waiting``, ``delayed``, ``completed``, ``failed`` (as read now),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from datetime import datetime
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from .. import errors
@@ -80,6 +81,8 @@ class GroupQueue(ConnectionOwner):
     # -- running scripts ---------------------------------------------------------------
 
     def run_script(self, name: str, *args: Any, client: Any = None) -> Any:
+        """Run one of the group queue's Lua scripts (``lua/groups/{name}.lua``) with
+        ``args`` (internal, shared with the workers)."""
         return self.scripts.run(f"groups/{name}", [self.ns], args, client=client)
 
     def run_hot(self, name: str, *args: Any) -> Any:
@@ -92,6 +95,7 @@ class GroupQueue(ConnectionOwner):
                                        [self.ns], args, self.connection.address)
 
     def key(self, *parts: str) -> str:
+        """A key of the queue (``groupmq:{name}:{parts}``)."""
         return ":".join((self.ns,) + parts)
 
     @property
@@ -104,9 +108,12 @@ class GroupQueue(ConnectionOwner):
 
     def add(self, *, group_id: Optional[str] = None, data: Any = None,
             order_ms: Optional[float] = None, max_attempts: Optional[int] = None,
-            job_id: Optional[str] = None, delay: Optional[Seconds] = None, run_at: Any = None,
+            job_id: Optional[str] = None, delay: Optional[Seconds] = None,
+            run_at: Union[datetime, float, None] = None,
             repeat: Optional[Dict[str, Any]] = None) -> GroupJob:
         """Add a job to ``group_id``; everything is validated before anything is written.
+        ``delay`` (seconds) or ``run_at`` (a timezone-aware ``datetime`` or epoch
+        seconds; a naive ``datetime`` is refused) holds it, and its group behind it.
         With ``repeat`` (``{"every": seconds}`` or ``{"pattern": cron}``) the job runs
         once per period from the workers' scheduler; the series' placeholder is returned."""
         gid = opt.group_id(group_id)
@@ -209,18 +216,23 @@ class GroupQueue(ConnectionOwner):
         return _listing.jobs_by_status(self, statuses, start, end)
 
     def get_active_count(self) -> int:
+        """How many jobs are active (reserved by a worker or by hand)."""
         return int(self.client.zcard(self.key("processing")))
 
     def get_waiting_count(self) -> int:
+        """How many jobs wait in their groups (GroupMQ's waiting count)."""
         return self.get_job_counts()["waiting"]
 
     def get_delayed_count(self) -> int:
+        """How many jobs are delayed."""
         return int(self.client.zcard(self.key("delayed")))
 
     def get_completed_count(self) -> int:
+        """How many completed jobs are kept (``keep_completed``)."""
         return int(self.client.zcard(self.key("completed")))
 
     def get_failed_count(self) -> int:
+        """How many failed jobs are kept (``keep_failed``)."""
         return int(self.client.zcard(self.key("failed")))
 
     def get_active_jobs(self) -> List[str]:
@@ -253,6 +265,7 @@ class GroupQueue(ConnectionOwner):
         return self.get_jobs(status, n) if n else []
 
     def get_unique_groups_count(self) -> int:
+        """How many groups hold waiting (or delayed) jobs."""
         return len(self.get_unique_groups())
 
     def get_unique_groups(self) -> List[str]:
@@ -268,6 +281,7 @@ class GroupQueue(ConnectionOwner):
         return int(self.client.zcard(self.key("g", opt.group_id(group_id))))
 
     def is_empty(self) -> bool:
+        """Whether no job is active, delayed, staged or waiting (GroupMQ's ``isEmpty``)."""
         pipe = self.client.pipeline(transaction=False)
         for name in ("processing", "delayed", "ready", "stage"):
             pipe.zcard(self.key(name))
@@ -310,6 +324,7 @@ class GroupQueue(ConnectionOwner):
         self.change_delay(job_id, 0)
 
     def update_data(self, job_id: str, data: Any) -> None:
+        """Replace a job's data (any JSON value); ``JobNotFound`` when it is gone."""
         text = opt.data_json(data)
         self._check(self.run_script("update_data", opt.job_id(job_id) or "", text), job_id, "")
 
@@ -340,12 +355,15 @@ class GroupQueue(ConnectionOwner):
         return _repeat.remove(self, opt.group_id(group_id), opt.repeat(repeat))
 
     def pause(self) -> None:
+        """Pause the queue: no worker (Node's or ours) reserves its jobs until ``resume``."""
         self.client.set(self.key("paused"), "1")
 
     def resume(self) -> None:
+        """Resume the queue after ``pause``."""
         self.client.delete(self.key("paused"))
 
     def is_paused(self) -> bool:
+        """Whether the queue is paused (by either side)."""
         return bool(self.client.exists(self.key("paused")))
 
     # -- processing by hand (GroupMQ's low-level calls) ---------------------------------
@@ -353,7 +371,8 @@ class GroupQueue(ConnectionOwner):
     def reserve(self) -> Optional[GroupJob]:
         """Take the next job of the free group whose head sorts first (GroupMQ's
         ``reserve``): it becomes active, its group busy, for ``job_timeout`` seconds
-        (extend it with ``heartbeat``); end it with ``complete`` or ``dead_letter``.
+        (extend it with ``heartbeat``); end it with ``complete``, ``fail`` or
+        ``dead_letter``.
         ``None`` when no job can be taken (or the queue is paused). A job whose
         deadline passes before that is recovered by a worker's stalled check."""
         jobs = _manual.reserve_by_hand(self, 1)
@@ -385,6 +404,20 @@ class GroupQueue(ConnectionOwner):
         group's next job may run. ``False`` when it is no longer held. (A job that is
         not reserved is dropped with ``remove``.)"""
         return _manual.dead_letter(self, _manual.held(job, self), error)
+
+    def fail(self, job: GroupJob, error: Any = None, *, backoff: Optional[Seconds] = 0) -> bool:
+        """Fail this attempt of a reserved job, as a worker fails a handler's exception
+        (GroupMQ's low-level ``retry(jobId, backoffMs)``, which its worker calls): the
+        attempt is counted and, while the job has attempts left, it goes back to its
+        place in its group, ``delayed`` for ``backoff`` seconds (holding its group back
+        meanwhile) or ``waiting`` at once; with none left it is failed for good (kept
+        when ``keep_failed``). ``error`` (an exception, or a message; default "failed by
+        hand") is recorded. ``job.status`` and ``attempts_made`` show which happened.
+        ``False`` when the job is no longer held: nothing is written then.
+
+        Named ``fail``: ``retry(job_id)`` here puts a failed job back, as GroupMQ's
+        README shows ``queue.retry``; GroupMQ's script under that name is this call."""
+        return _manual.fail_by_hand(self, _manual.held(job, self), error, backoff)
 
     def cleanup(self, max_stalled_count: int = 1) -> int:
         """GroupMQ's ``cleanup`` (what workers run every ``cleanup_interval``): unless a

@@ -211,6 +211,8 @@ class GroupWorker:
     # -- lifecycle ---------------------------------------------------------------------
 
     def start(self) -> "GroupWorker":
+        """Start the worker's threads (idempotent); returns the worker. ``close()`` stops
+        them."""
         with self._lock:
             if self._state != "new":
                 return self

@@ -28,6 +28,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from ..flow_producer import FlowProducer, JobNode
 from ..job import Job
 from ..queue import Queue
+from ..types import FlowJob
 from ..worker import Worker
 
 log = logging.getLogger("orijs_sync.otel")   # the logger name users know (the module moved)
@@ -172,10 +173,10 @@ def _with_context(node: Mapping[str, Any], metadata: str) -> Dict[str, Any]:
 class _TracedFlowProducer(FlowProducer):
     telemetry: Telemetry
 
-    def add_bulk(self, flows: Iterable[Mapping[str, Any]]) -> List[JobNode]:
+    def add_bulk(self, flows: Iterable[FlowJob]) -> List[JobNode]:
         """The trees are still added in one transaction, inside one PRODUCER span
         whose context every job of every tree carries."""
-        trees = list(flows) if isinstance(flows, Iterable) and \
+        trees: Any = list(flows) if isinstance(flows, Iterable) and \
             not isinstance(flows, (str, bytes, Mapping)) else flows
         first = trees[0] if isinstance(trees, list) and trees else None
         name = f"{first.get('queue_name')}.{first.get('name')}" \

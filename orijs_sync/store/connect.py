@@ -28,6 +28,8 @@ class ConnectionOwner:
         self.client = self.connection.client
 
     def close(self) -> None:
+        """Close the connection this object made from a URL (one it was given is left open,
+        for its owner to close); ``with`` blocks call it."""
         if self._owns_connection:
             self.connection.close()
 

@@ -1,4 +1,4 @@
-"""Loads the Lua scripts under ``lua/`` and runs them with EVALSHA.
+"""Loads the Lua scripts under ``orijs_sync/lua/`` and runs them with EVALSHA.
 
 Each ``lua/<name>.lua`` is one atomic operation. A line ``--- @include "helper"``
 pulls in ``lua/includes/helper.lua`` (recursively, each helper once), so shared
@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from importlib import resources
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
@@ -21,21 +20,14 @@ from .connection import send_raw as _send
 from .connection import side_failed, translate
 
 _INCLUDE = re.compile(r'^---\s*@include\s+"([\w/-]+)"\s*$', re.MULTILINE)
-
-
-def _lua_root() -> Path:
-    """The scripts beside the package in a source checkout (so a checkout run with
-    ``PYTHONPATH`` uses its own scripts), else the installed ``orijs_sync.lua``."""
-    checkout = Path(__file__).resolve().parents[2] / "lua"
-    if (checkout / "includes").is_dir() and (checkout / "moveToActive.lua").is_file():
-        return checkout
-    return Path(str(resources.files("orijs_sync.lua")))
+# Package data beside this package (a directory of scripts, not a module): the same path in
+# a checkout, an editable install and an installed wheel.
+_LUA = Path(__file__).resolve().parents[1] / "lua"
 
 
 @functools.lru_cache(maxsize=None)
 def source(name: str) -> str:
     """The script's full text with every include expanded once."""
-    root = _lua_root()
     seen: Set[str] = set()
 
     def expand(text: str) -> str:
@@ -44,10 +36,10 @@ def source(name: str) -> str:
             if include in seen:
                 return ""
             seen.add(include)
-            return expand((root / "includes" / f"{include}.lua").read_text())
+            return expand((_LUA / "includes" / f"{include}.lua").read_text())
         return _INCLUDE.sub(replace, text)
 
-    return expand((root / f"{name}.lua").read_text())
+    return expand((_LUA / f"{name}.lua").read_text())
 
 
 class Scripts:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, Union, cast
 
 from .. import errors
 from ..base import fork
@@ -38,6 +38,7 @@ from ..queue import Queue
 from ..queue_events import QueueEvent, QueueEvents
 from ..store.connect import as_connection
 from ..store.connection import ConnectionLike
+from ..types import FlowJob
 from ..worker import Worker
 from ..worker_group import SharedGroup, WorkerGroup
 from ._base import MIN_STALL_INTERVAL, ExecuteCall, ProviderBase
@@ -249,7 +250,7 @@ class BullMQWorkflowProvider(ProviderBase):
             if not exists:      # the flow registry's SET in the same round trip
                 with self._producer._side_command(
                         self.flow_registry.register_command(flow_id, key[0])):
-                    self._producer.add(tree)
+                    self._producer.add(cast(FlowJob, tree))
         except Exception as exc:  # noqa: BLE001 - the handle carries it
             if self._tracker.claim(pending):
                 self._tracker.set_status(key, "failed")

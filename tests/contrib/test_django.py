@@ -4,6 +4,7 @@ never for a rolled-back transaction, the settings checked, ``manage.py orijs_wor
 a subprocess, and ``manage.py test`` with the throwaway-Redis test runner."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -255,6 +256,32 @@ def test_the_worker_command_runs_a_job_and_exits_0_on_sigterm(project, order_mod
     order.refresh_from_db()
     assert order.paid is True                     # the subprocess's Django wrote it
     assert f"job {job.id} (pay) of {qname} completed" in output
+
+
+def test_the_worker_command_takes_the_new_worker_options(project, order_model, qname):
+    order = order_model.objects.create(item="ink")
+    queue = get_queue(qname)
+    job = queue.add("pay", {"order": order.pk})
+    proc = _manage("orijs_worker", "-Q", f"{qname}=shop.tasks:mark_paid", "--log-format",
+                   "json", "--shutdown-timeout", "5", env=project, stdout=subprocess.PIPE,
+                   stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: queue.get_job_state(job.id) == "completed", GUARD,
+                   "the worker command to run the job")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=GUARD)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 0, err
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    done = [line for line in lines if line.get("job_id") == job.id]
+    assert done and done[0]["queue"] == qname and done[0]["job_name"] == "pay"
+    refused = _manage("orijs_worker", qname, "shop.tasks:mark_paid", "--processes", "2",
+                      env=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, err = refused.communicate(timeout=60)
+    assert refused.returncode == 2 and "--processes: this command runs its handlers" in err
 
 
 def test_the_worker_command_reports_a_bad_handler_with_status_2(project, qname):

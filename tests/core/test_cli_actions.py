@@ -93,8 +93,37 @@ def test_remove_promote_pause_resume_drain(queue, redis_url, qname):
     assert queue.is_paused()
     cli(redis_url, "resume", qname)
     assert not queue.is_paused()
-    assert js(redis_url, "drain", qname) == {"removed": 2}
+    assert js(redis_url, "drain", qname) == {
+        "removed": 2, "by_state": {"waiting": 2, "prioritized": 0, "paused": 0}}
     assert queue.get_job(stays.id) is None
+
+
+def test_drain_delayed_reports_what_it_removed(queue, redis_url, qname):
+    queue.add("a", {})
+    queue.add("b", {}, delay=3600)
+    queue.add("c", {}, delay=3600)
+    said = cli(redis_url, "drain", qname, "--delayed").stdout
+    assert said.startswith(f"3 job(s) removed from {qname} (1 waiting, 0 prioritized, "
+                           f"0 paused, 2 delayed")
+    assert queue.count() == 0
+
+
+def test_a_refused_action_names_the_state_the_job_is_in(queue, redis_url, qname):
+    waiting = queue.add("a", {})
+    refused = cli(redis_url, "retry", qname, waiting.id, code=2)
+    assert f"job {waiting.id} is waiting, not failed: not retried" in refused.stderr
+    refused = cli(redis_url, "promote", qname, waiting.id, code=2)
+    assert f"job {waiting.id} is waiting, not delayed: not promoted" in refused.stderr
+    worker = Worker(qname, None, redis_url)        # takes the job by hand: locked, active
+    try:
+        taken = worker.get_next_job("tok")
+        assert taken.id == waiting.id
+        refused = cli(redis_url, "remove", qname, waiting.id, code=2)
+        assert f"job {waiting.id} is active and locked by a worker: not removed" in \
+            refused.stderr
+    finally:
+        worker.close()
+    assert queue.get_job_state(waiting.id) == "active"
 
 
 def test_clean_by_state_and_grace(queue, redis_url, qname):

@@ -193,6 +193,23 @@ def test_move_to_wait_and_move_to_delayed_count_no_attempt(manual, queue, r):
     assert r.hget(queue.keys.job(added.id), "atm") is None
 
 
+def test_moves_of_a_job_gone_or_unlocked_say_so_as_bullmq_does(manual, queue, r):
+    added = queue.add("x", {})
+    job = manual.get_next_job("t")
+    queue.client.delete(queue.keys.lock(added.id))          # its lock expired...
+    assert queue.remove(added.id)                           # ...and it was removed
+    keys = sorted(r.keys("*"))
+    for move in (lambda: job.move_to_delayed(time.time() + 60, "t"),
+                 lambda: job.move_to_wait("t")):
+        with pytest.raises(errors.JobNotFound, match="does not exist"):
+            move()
+    assert sorted(r.keys("*")) == keys
+    waiting = queue.add("y", {})
+    with pytest.raises(errors.LockLost, match="lock is gone"):    # BullMQ checks the lock first
+        queue.get_job(waiting.id).move_to_delayed(time.time() + 60, "t")
+    assert queue.get_job_state(waiting.id) == "waiting"
+
+
 def test_max_started_attempts_fails_a_job_started_too_often(redis_url, qname, queue):
     failed = []
     with Worker(qname, None, connection=redis_url, max_started_attempts=1) as manual:

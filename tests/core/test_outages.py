@@ -190,7 +190,7 @@ def test_the_cli_worker_waits_for_redis_then_works(tmp_path):
            "cli_tasks:double"]
     gave_up = subprocess.run([*cmd, "--connect-timeout", "0.5"], cwd=tmp_path,
                              capture_output=True, text=True, timeout=60)
-    assert gave_up.returncode == 2 and "did not answer within 0.5s" in gave_up.stderr
+    assert gave_up.returncode == 3 and "did not answer within 0.5s" in gave_up.stderr
     log = tmp_path / "worker.log"
     with open(log, "w") as stderr:
         proc = subprocess.Popen([*cmd, "--max-reconnect-delay", "0.3"], cwd=tmp_path,

@@ -1,5 +1,5 @@
 """The package is typed (py.typed) and passes ``mypy --strict`` and ``ruff check`` with the
-pinned versions of the test extra (pyproject.toml configures both); .ci/run runs them too.
+pinned versions of the dev extra (pyproject.toml configures both); .ci/run runs them too.
 Its imports go one way, down the layers of docs/architecture.md, with no cycle at run time."""
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ LAYERS = (
     ("store", ("orijs_sync.store",)),                 # the Redis layer
     ("model", ("orijs_sync.keys", "orijs_sync.options", "orijs_sync.job", "orijs_sync._job_actions",
                "orijs_sync._job_flow", "orijs_sync._job_manual", "orijs_sync._job_children",
-               "orijs_sync._job_state",
+               "orijs_sync._job_state", "orijs_sync.types",
                "orijs_sync.job_scheduler")),   # what the engine moves
     ("engine", ("orijs_sync.engine",)),
     ("waits", ("orijs_sync.waits",)),
@@ -58,7 +58,8 @@ LAYERS = (
                 "orijs_sync._flow_options")),
     ("orijs", ("orijs_sync.groups", "orijs_sync.events", "orijs_sync.workflows")),
     ("edges", ("orijs_sync.integrations", "orijs_sync.prometheus", "orijs_sync.otel",
-               "orijs_sync.cli", "orijs_sync.contrib", "orijs_sync.dashboard")),
+               "orijs_sync.cli", "orijs_sync.contrib", "orijs_sync.__main__",
+               "orijs_sync.dashboard")),
 )
 
 # The imports that point up, for annotations only (each would be a cycle at run time): the

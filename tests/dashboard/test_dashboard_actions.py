@@ -4,6 +4,8 @@ message naming its state now."""
 from __future__ import annotations
 
 from dash_http import Client, csrf_token
+from selenium.webdriver.support.expected_conditions import staleness_of
+from selenium.webdriver.support.ui import WebDriverWait
 
 from orijs_sync import Queue, Worker
 from orijs_sync.testing import wait_until
@@ -22,10 +24,18 @@ def _failed_job(redis_url, prefix, queue="acts"):
 
 
 def _click(browser, label, accept=True):
-    browser.find_element("xpath", f"//form[contains(@class,'action')]//button[normalize-space()='{label}']").click()
+    """Press an action's button and answer its confirm dialog; after an accept, wait for
+    the page the POST redirects to."""
+    page = browser.find_element("tag name", "html")
+    browser.find_element(
+        "xpath", f"//form[contains(@class,'action')]//button[normalize-space()='{label}']").click()
     alert = browser.switch_to.alert
     assert alert.text                       # the question asked
-    alert.accept() if accept else alert.dismiss()
+    if accept:
+        alert.accept()
+        WebDriverWait(browser, 20).until(staleness_of(page))
+    else:
+        alert.dismiss()
 
 
 def _flash(browser):

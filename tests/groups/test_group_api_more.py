@@ -166,6 +166,34 @@ def test_dead_letter_by_hand(kept: GroupQueue) -> None:
     assert kept.get_failed_count() == 3
 
 
+def test_fail_by_hand_retries_with_a_backoff_then_fails_for_good(kept: GroupQueue) -> None:
+    kept.add(group_id="g", data={}, job_id="x", max_attempts=2)
+    kept.add(group_id="g", data={}, job_id="y")
+    x = kept.reserve()
+    assert x is not None and x.id == "x"
+    before = int(time.time() * 1000)
+    assert kept.fail(x, ValueError("flaky"), backoff=60) is True
+    assert (x.status, x.attempts_made, x.failed_reason) == ("delayed", 1, "flaky")
+    stored = kept.get_job("x")
+    assert stored.status == "delayed" and stored.attempts_made == 1
+    assert stored.raw["lastErrorName"] == "ValueError"
+    assert kept.client.zscore(kept.key("delayed"), "x") >= before + 60_000
+    assert kept.fail(x) is False                       # no longer held: nothing written
+    assert kept.reserve() is None                      # the delayed head holds g back
+    kept.promote("x")
+    x = kept.reserve()
+    assert x is not None and x.id == "x"
+    assert kept.fail(x, "still no") is True           # attempts spent: failed for good
+    assert (x.status, x.attempts_made) == ("failed", 2)
+    assert kept.get_job("x").failed_reason == "still no"
+    y = kept.reserve()                                 # its group goes on
+    assert y is not None and y.id == "y"
+    assert kept.fail(y, backoff=0) is True and y.status == "waiting"
+    assert kept.get_job("y").failed_reason == "failed by hand"
+    again = kept.reserve()
+    assert again is not None and again.id == "y" and again.attempts_made == 1
+
+
 def test_by_hand_calls_refuse_what_they_cannot_act_on(kept: GroupQueue,
                                                       redis_url: str) -> None:
     kept.add(group_id="g", data={}, job_id="j")
@@ -183,6 +211,12 @@ def test_by_hand_calls_refuse_what_they_cannot_act_on(kept: GroupQueue,
         kept.heartbeat(job, extend=0)
     with pytest.raises(GroupOptionError, match="error must be"):
         kept.dead_letter(job, 42)
+    with pytest.raises(GroupOptionError, match="backoff"):
+        kept.fail(job, "x", backoff=-1)
+    with pytest.raises(GroupOptionError, match="error must be"):
+        kept.fail(job, 42)
+    with pytest.raises(GroupOptionError, match="was not reserved"):
+        kept.fail(kept.get_job("j"))
     other = GroupQueue(kept.name + "-other", connection=redis_url)
     with pytest.raises(GroupOptionError, match="belongs to group queue"):
         other.complete(job)

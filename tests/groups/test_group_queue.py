@@ -61,6 +61,7 @@ def test_same_job_id_is_not_added_twice(gq, r):
     ({"group_id": "g", "repeat": {"every": 5}, "delay": 1}, GroupOptionError),
     ({"group_id": "g", "delay": -1}, GroupOptionError),
     ({"group_id": "g", "delay": 1, "run_at": time.time()}, GroupOptionError),
+    ({"group_id": "g", "run_at": datetime(2030, 1, 1)}, GroupOptionError),   # naive
     ({"group_id": "g", "max_attempts": 0}, GroupOptionError),
     ({"group_id": "g", "job_id": ""}, GroupOptionError),
     ({"group_id": "g", "order_ms": "soon"}, GroupOptionError),
@@ -141,6 +142,9 @@ def test_run_at_and_delay(gq, r):
     at = datetime.now(timezone.utc) + timedelta(seconds=30)
     gq.add(group_id="g", data=1, job_id="at", run_at=at)
     assert abs(r.zscore(f"{gq.ns}:delayed", "at") - at.timestamp() * 1000) < 5
+    stored = gq.get_job("at")
+    assert stored.created_at == datetime.fromtimestamp(stored.timestamp / 1000, timezone.utc)
+    assert stored.processed_at is None and stored.finished_at is None
     gq.add(group_id="g", data=1, job_id="d", delay=timedelta(seconds=10))
     assert r.hget(f"{gq.ns}:job:d", "status") == "delayed"
 

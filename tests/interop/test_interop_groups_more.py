@@ -72,6 +72,33 @@ def test_python_adds_node_processes_by_hand(gmq, redis_url, gname):  # noqa: F81
     gq.close()
 
 
+def test_a_failed_attempt_by_hand_is_the_same_either_side(gmq, redis_url, gname):  # noqa: F811
+    gq = GroupQueue(gname, connection=redis_url, keep_failed=10)
+    gq.add(group_id="p", data={}, job_id="p0", max_attempts=3)
+    gmq("add", jobs=[{"groupId": "n", "data": {}, "jobId": "n0", "maxAttempts": 3}])
+    mine = gq.reserve_batch(1)[0]
+    theirs = gmq("reserve")[0]
+    assert {mine.id, theirs["id"]} == {"p0", "n0"}
+    before = int(time.time() * 1000)
+    assert gq.fail(mine, ValueError("py says later"), backoff=60) is True
+    assert gmq("retry", id=theirs["id"], backoffMs=60_000) == 1
+    for job_id in ("p0", "n0"):                 # Python's fail and Node's retry agree
+        node_view, py_view = gmq("getJob", id=job_id), gq.get_job(job_id)
+        assert (node_view["status"], node_view["attemptsMade"]) == ("delayed", 1)
+        assert (py_view.status, py_view.attempts_made) == ("delayed", 1)
+        # GroupMQ's retry.lua takes the time in whole seconds (TIME's first field)
+        assert gq.client.zscore(gq.key("delayed"), job_id) >= before - 1000 + 60_000
+    assert gq.reserve() is None and gmq("reserve") == []    # delayed heads hold both back
+    gq.promote("p0")
+    gq.promote("n0")
+    taken = {job["id"]: job for job in gmq("reserve", batch=10)}
+    assert sorted(taken) == ["n0", "p0"] and taken["p0"]["attempts"] == 1
+    for job in taken.values():
+        gmq("complete", job=job, result={"by": "node"}, queueOpts={"keepCompleted": 10})
+    assert gq.get_job("p0").status == "completed" and gq.is_empty()
+    gq.close()
+
+
 def test_both_sides_list_the_same_jobs_by_status(gmq, redis_url, gname):  # noqa: F811
     gq = GroupQueue(gname, connection=redis_url, keep_completed=10, keep_failed=10)
     for n in range(3):

@@ -26,8 +26,11 @@ def wait_until(predicate, timeout=GUARD, what="condition"):
 
 
 def add_mixed(add):
-    """Adds plain, prioritized and delayed jobs; returns BullMQ's processing order."""
-    add("late", {"n": "delayed"}, {"delay": 1500})
+    """Adds plain, prioritized and delayed jobs; returns BullMQ's processing order. The
+    delay is long (a loaded machine may take seconds to start the other side's worker):
+    ``promote_when_done`` ends it once the other four are done, so the delayed job must
+    have waited out the whole run, whatever the machine's speed."""
+    add("late", {"n": "delayed"}, {"delay": 600_000})
     add("p", {"n": "p5"}, {"priority": 5})
     add("p", {"n": "p1-first"}, {"priority": 1})
     add("p", {"n": "p1-second"}, {"priority": 1})
@@ -35,15 +38,28 @@ def add_mixed(add):
     return ["plain", "p1-first", "p1-second", "p5", "delayed"]
 
 
+def promote_when_done(queue: Queue, done: int) -> threading.Thread:
+    """A thread that promotes the delayed jobs once ``done`` jobs have completed."""
+    def run() -> None:
+        wait_until(lambda: queue.get_completed_count() >= done, what=f"{done} completed")
+        for job in queue.get_delayed():
+            job.promote()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
 def test_node_added_mixed_jobs_run_in_bullmq_order_on_python(node, redis_url, namespace):
     name = f"order-{namespace}"
     jobs: List[dict] = []
     expected = add_mixed(lambda n, d, o: jobs.append({"name": n, "data": d, "opts": o}))
-    node("addBulk", queue=name, jobs=jobs)   # one process: the delay outlasts the adds
+    node("addBulk", queue=name, jobs=jobs)
     order: List[str] = []
     with Queue(name, connection=redis_url) as queue:
+        promoter = promote_when_done(queue, 4)
         with Worker(name, lambda j: order.append(j.data["n"]), connection=redis_url):
             wait_until(lambda: len(order) == 5)
+        promoter.join(GUARD)
     assert order == expected
 
 
@@ -53,7 +69,9 @@ def test_python_added_mixed_jobs_run_in_bullmq_order_on_node(node, redis_url, na
         keys = {"delay": "delay", "priority": "priority"}
         expected = add_mixed(lambda n, d, o: queue.add(
             n, d, **{keys[k]: (v / 1000 if k == "delay" else v) for k, v in o.items()}))
-    out = node("work", queue=name, count=5, concurrency=1, workTimeout=GUARD)
+        promoter = promote_when_done(queue, 4)
+        out = node("work", queue=name, count=5, concurrency=1, workTimeout=GUARD)
+        promoter.join(GUARD)
     assert not out["timedOut"]
     assert [r["returnvalue"]["echo"]["n"] for r in out["results"]] == expected
 

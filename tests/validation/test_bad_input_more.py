@@ -7,6 +7,7 @@ import pytest
 
 from orijs_sync import Job, Worker, errors
 from orijs_sync.events import CompletionTracker, ScheduledEventManager
+from orijs_sync.groups import GroupQueue
 from orijs_sync.testing import wait_until
 from orijs_sync.workflows import StepDef, Workflow
 
@@ -92,3 +93,19 @@ def test_workflow_parallel_names_the_bad_item(items, error, arg):
     assert workflow.shape() == [("sequential", ["first"])]     # nothing was added
     declared = Workflow("Shape").parallel("a", "b").parallel(("c", noop), StepDef("d", noop))
     assert declared.shape() == [("parallel", ["a", "b"]), ("parallel", ["c", "d"])]
+
+
+@pytest.mark.parametrize("call, arg", [
+    (lambda gq: gq.reserve_batch(10 ** 20), "max_batch"),      # Redis's script refused it
+    (lambda gq: gq.reserve_batch(2 ** 53), "max_batch"),
+    (lambda gq: GroupQueue(gq.name, gq.connection, keep_completed=10 ** 20), "keep_completed"),
+    (lambda gq: gq.add(group_id="g", data={}, max_attempts=2 ** 53), "max_attempts"),
+])
+def test_group_counts_past_javascripts_exact_integers_are_refused(redis_url, r, call, arg):
+    gq = GroupQueue("validation-big", connection=redis_url)
+    gq.add(group_id="g", data={})
+    before = {key: r.type(key) for key in keyspace(r)}
+    with pytest.raises(errors.InvalidArgument, match=arg):
+        call(gq)
+    assert {key: r.type(key) for key in keyspace(r)} == before
+    gq.close()

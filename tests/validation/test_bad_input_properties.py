@@ -8,84 +8,33 @@ from a hypothesis strategy. ``EXAMPLES`` per case x the cases >= 1,500 examples.
 from __future__ import annotations
 
 import math
-from datetime import timedelta
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple
+from typing import Any, Callable, Dict, Iterator, NamedTuple
 
 import pytest
 import redis
+from bad_values import (
+    bad_bools,
+    bad_ints,
+    bad_mappings,
+    bad_names,
+    bad_seconds,
+    junk,
+    not_callable,
+    not_json,
+    snapshot,
+    typos,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orijs_sync import FlowProducer, Queue, QueueEvents, Worker, errors
 from orijs_sync import options as job_options
-from orijs_sync.base.validate import MAX_PRIORITY, MAX_SECONDS
+from orijs_sync._worker_events import LISTENER_EVENTS
+from orijs_sync.base.validate import MAX_PRIORITY
 from orijs_sync.events import BullMQEventProvider, InProcessEventProvider
 from orijs_sync.workflows import BullMQWorkflowProvider, InProcessWorkflowProvider, Workflow
 
 EXAMPLES = 40
-
-# A digest of every key and its value, computed in Redis (one round trip).
-SNAPSHOT = """
-local keys = redis.call('KEYS', '*')
-table.sort(keys)
-local parts = {}
-for _, k in ipairs(keys) do
-  parts[#parts + 1] = k .. '=' .. redis.sha1hex(redis.call('DUMP', k))
-end
-return {#keys, redis.sha1hex(table.concat(parts, '|'))}
-"""
-
-# -- strategies -----------------------------------------------------------------------
-junk = st.one_of(st.integers(), st.floats(allow_nan=True), st.booleans(), st.binary(max_size=4),
-                 st.lists(st.text(max_size=3), max_size=2),
-                 st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
-                 st.builds(object), st.complex_numbers(allow_nan=False, max_magnitude=5))
-bad_names = st.one_of(st.none(), junk, st.just(""), st.text(" \t\n", min_size=1, max_size=3),
-                      st.builds(lambda a, b: f"{a}:{b}", st.text(max_size=6), st.text(max_size=6)))
-bad_seconds = st.one_of(
-    st.floats(max_value=-1e-6), st.just(math.inf), st.just(-math.inf), st.just(math.nan),
-    st.floats(min_value=MAX_SECONDS * 1.01, allow_infinity=True), st.just(1e12),
-    st.integers(min_value=int(MAX_SECONDS) + 1), st.integers(max_value=-1),
-    st.integers(min_value=10 ** 400, max_value=10 ** 401),
-    st.text(max_size=4), st.booleans(), st.lists(st.integers(), max_size=2),
-    st.builds(lambda d: timedelta(days=d), st.integers(min_value=-10 ** 5, max_value=-1)))
-bad_mappings = st.one_of(st.lists(st.text(min_size=2, max_size=2), min_size=1, max_size=3),
-                         st.text(min_size=1, max_size=4), st.integers(), st.floats(),
-                         st.tuples(st.text(max_size=1), st.text(max_size=1)), st.booleans())
-not_callable = st.one_of(st.none(), st.integers(), st.text(max_size=4), st.lists(st.none()))
-not_json = st.one_of(st.builds(object), st.sets(st.integers(), min_size=1, max_size=2),
-                     st.just(math.nan), st.just(math.inf), st.binary(min_size=1, max_size=3),
-                     st.builds(lambda x: {"k": x}, st.builds(object)),
-                     st.builds(lambda k: {k: 1}, st.tuples(st.integers())))
-
-
-def bad_ints(minimum: int, maximum: int = 2 ** 53 - 1) -> st.SearchStrategy[Any]:
-    return st.one_of(st.integers(max_value=minimum - 1), st.integers(min_value=maximum + 1),
-                     st.floats(), st.booleans(), st.text(max_size=3), st.lists(st.integers()),
-                     st.none() if minimum > 0 else st.just(minimum - 1))
-
-
-def bad_bools() -> st.SearchStrategy[Any]:
-    return st.one_of(st.integers(), st.text(max_size=3), st.floats(), st.lists(st.none()))
-
-
-def _mutate(key: str, i: int, ch: str) -> str:
-    pos = (i // 3) % (len(key) + 1)
-    kind = i % 3
-    if kind == 0 and key:
-        pos = min(pos, len(key) - 1)
-        return key[:pos] + key[pos + 1:]
-    if kind == 1:
-        return key[:pos] + ch + key[pos:]
-    pos = min(pos, len(key) - 1)
-    return key[:pos] + ch + key[pos + 1:]
-
-
-def typos(valid: Any) -> st.SearchStrategy[str]:
-    """A one-letter slip of a valid key (that is not itself valid)."""
-    return st.builds(_mutate, st.sampled_from(sorted(valid)), st.integers(0, 200),
-                     st.sampled_from("abcdefghijklmnopqrstuvwxyz_")).filter(
-        lambda k: k not in valid and k != "")
 
 
 def bad_option_values() -> st.SearchStrategy[Any]:
@@ -386,8 +335,7 @@ CASES: Dict[str, Case] = {
         lambda v: v[0]),
     "listeners": Case(
         st.one_of(st.tuples(st.just("event"), st.text(max_size=6).filter(
-                      lambda e: e not in ("active", "completed", "failed", "error", "stalled",
-                                          "drained", "closed"))),
+                      lambda e: e not in LISTENER_EVENTS)),
                   st.tuples(st.just("fn"), not_callable)),
         lambda w, v: (worker(w).on(v[1], print) if v[0] == "event"
                       else worker(w).on("completed", v[1])),
@@ -440,10 +388,6 @@ def _emit(provider: Any, v: Any) -> Any:
     if name == "payload":
         return provider.emit("validation.emit", value)
     return provider.emit("validation.emit", {}, **{name: value})
-
-
-def snapshot(r: redis.Redis) -> List[Any]:
-    return r.eval(SNAPSHOT, 0)
 
 
 @pytest.mark.parametrize("case_id", sorted(CASES))

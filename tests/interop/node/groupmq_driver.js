@@ -21,6 +21,7 @@
  *   complete {job: ReservedJob, result}           -> queue.completeWithMetadata(...)
  *   deadLetter {job: ReservedJob, message}        -> recordFinalFailure, then deadLetter
  *                                                    (as GroupMQ's worker does)
+ *   retry  {id, backoffMs?}    -> queue.retry(id, backoffMs) (the low-level failed attempt)
  *   jobsByStatus {statuses, start?, end?}  -> [job.toJSON()] (queue.getJobsByStatus)
  *   cleanup {}                                     -> queue.cleanup()
  *   work   {concurrency, log?, sleepMs?, readyFile?, until: "empty" | number,
@@ -108,6 +109,8 @@ const deadLetter = (args) => withQueue(args, async (queue) => {
   return queue.deadLetter(args.job.id, args.job.groupId);
 });
 
+const retry = (args) => withQueue(args, (queue) => queue.retry(args.id, args.backoffMs || 0));
+
 const jobsByStatus = (args) => withQueue(args, async (queue) =>
   (await queue.getJobsByStatus(args.statuses, args.start, args.end)).map((j) => j.toJSON()));
 
@@ -183,7 +186,7 @@ async function clean(args) {
 }
 
 const COMMANDS = { add, getJob, counts, clean, work, reserve, heartbeat, complete, deadLetter,
-                   jobsByStatus, cleanup };
+                   retry, jobsByStatus, cleanup };
 
 async function main() {
   const [command, raw] = process.argv.slice(2);

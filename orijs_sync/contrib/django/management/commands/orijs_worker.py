@@ -1,6 +1,6 @@
-"""``python manage.py orijs_worker QUEUE module:function [options]``: the options of
-``orijs-sync worker``; the connection and prefix come from ``settings.ORIJS_SYNC``
-unless ``--url`` / ``--prefix`` are given. Each job runs between two
+"""``python manage.py orijs_worker QUEUE module:function [options]``: the arguments and
+options of ``orijs-sync worker`` (but ``--processes``); the connection and prefix come
+from ``settings.ORIJS_SYNC`` unless ``--url`` / ``--prefix`` are given. Each job runs between two
 ``close_old_connections()`` calls, as a request does."""
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import close_old_connections
 
 from orijs_sync.cli.main import (
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
     USAGE_ERRORS,
     WORKER_HELP,
     add_connection_arguments,
@@ -19,6 +21,7 @@ from orijs_sync.cli.main import (
     run_worker,
 )
 from orijs_sync.contrib.django._settings import SETTING, get_hub
+from orijs_sync.errors import ConnectionError as RedisDown
 
 
 def with_fresh_connections(handler: Callable[..., Any]) -> Callable[..., Any]:
@@ -46,5 +49,7 @@ class Command(BaseCommand):
         try:
             run_worker(argparse.Namespace(**options), options["url"] or hub.connection,
                        options["prefix"] or hub.prefix, wrap=with_fresh_connections)
+        except RedisDown as exc:      # not reached within --connect-timeout
+            raise CommandError(str(exc), returncode=EXIT_UNREACHABLE) from exc
         except USAGE_ERRORS as exc:
-            raise CommandError(str(exc), returncode=2) from exc
+            raise CommandError(str(exc), returncode=EXIT_USAGE) from exc
