@@ -29,7 +29,7 @@ from typing import Any, Dict, Optional, Sequence
 
 from .. import __version__, errors
 from ..queue import Queue
-from . import actions
+from . import actions, dashboard_cmd
 from .logs import iso_time
 from .providers_cmd import add_provider_commands
 from .worker_cmd import (
@@ -139,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_worker, queue=None)
     actions.add_commands(parser, sub)
     add_provider_commands(sub)
+    dashboard_cmd.add_command(sub)
     return parser
 
 
