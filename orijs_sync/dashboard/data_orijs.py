@@ -67,6 +67,16 @@ class WorkflowStep:
     job: JobRow
     failure: Optional[Dict[str, Any]] = None    # the summary line of a failing step
 
+    @property
+    def result(self) -> Any:
+        """The step's own result (a parallel group's: its members'), out of its wrapper."""
+        value = self.job.returnvalue
+        if isinstance(value, dict):
+            for key in ("__stepResult", "__parallelResults"):
+                if key in value:
+                    return value[key]
+        return value
+
 
 @dataclass
 class Execution:

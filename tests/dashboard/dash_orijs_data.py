@@ -68,21 +68,22 @@ def _deadline_passed(client: Any, name: str, job_id: str) -> bool:
     return deadline is not None and deadline < seconds * 1000 + micros // 1000
 
 
-def fill_scheduler(url: str, queue_name: str) -> str:
+def fill_scheduler(url: str, queue_name: str, prefix: str = "bull") -> str:
     """A queue with a scheduler every hour and one run already taken and completed."""
-    with Queue(queue_name, connection=url) as queue:
+    with Queue(queue_name, connection=url, prefix=prefix) as queue:
         first = queue.upsert_job_scheduler("hourly-report", every=3600,
                                            template={"name": "report", "data": {"k": 1}})
         assert first is not None
-        with Worker(queue_name, lambda job: {"rows": 3}, connection=url) as worker:
+        with Worker(queue_name, lambda job: {"rows": 3}, connection=url, prefix=prefix) as worker:
             wait_until(lambda: queue.get_completed_count() >= 1)
             worker.close()
         return first.id
 
 
-def fill_events(url: str, event: str, *, payload: Any = None) -> None:
+def fill_events(url: str, event: str, *, payload: Any = None, prefix: str = "bull") -> None:
     """An event type whose subscriber fails (one attempt)."""
-    with BullMQEventProvider(url, default_job_options={"attempts": 1}) as provider:
+    with BullMQEventProvider(url, default_job_options={"attempts": 1},
+                             prefix=prefix) as provider:
         def handler(message: Any) -> Any:
             raise ValueError(f"no stock for {message.payload}")
         provider.subscribe(event, handler)
@@ -97,7 +98,8 @@ def refund(ctx: Any) -> None:
     ctx.log.info("refunded")
 
 
-def fill_workflow(url: str, name: str, *, result: Optional[Any] = None) -> str:
+def fill_workflow(url: str, name: str, *, result: Optional[Any] = None,
+                  prefix: str = "bull") -> str:
     """A workflow reserve -> charge -> ship whose ship step fails: charge and reserve are
     rolled back. Returns the flow id."""
     def reserve(ctx: Any) -> Any:
@@ -108,7 +110,7 @@ def fill_workflow(url: str, name: str, *, result: Optional[Any] = None) -> str:
     flow = (Workflow(name).step("reserve", reserve, rollback=refund, attempts=1)
             .step("charge", lambda ctx: {"charged": 15}, rollback=refund, attempts=1)
             .step("ship", ship, attempts=1))
-    provider = BullMQWorkflowProvider(url)
+    provider = BullMQWorkflowProvider(url, prefix=prefix)
     provider.register(flow)
     with provider:
         handle = provider.execute(flow, {"order": "1"})

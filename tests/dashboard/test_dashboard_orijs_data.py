@@ -98,4 +98,5 @@ def test_workflow_execution_steps_in_order_with_the_failing_step_and_rollbacks(
     assert execution.rolled_back == ["charge", "reserve"]
     assert execution.rollback_errors == []
     assert execution.steps[0].job.duration_ms is not None
+    assert execution.steps[0].result == {"reserved": 2}
     assert execution.failure_record and "out of stock" in execution.failure_record
