@@ -58,7 +58,7 @@ LAYERS = (
                 "orijs_sync._flow_options")),
     ("orijs", ("orijs_sync.groups", "orijs_sync.events", "orijs_sync.workflows")),
     ("edges", ("orijs_sync.integrations", "orijs_sync.prometheus", "orijs_sync.otel",
-               "orijs_sync.cli", "orijs_sync.contrib")),
+               "orijs_sync.cli", "orijs_sync.contrib", "orijs_sync.dashboard")),
 )
 
 # The imports that point up, for annotations only (each would be a cycle at run time): the

@@ -1,0 +1,1 @@
+"""The actions (POST): retry, promote, remove, clean, pause, resume, drain."""

@@ -1,0 +1,1 @@
+"""Jobs of a state and a job's page."""
