@@ -156,7 +156,7 @@ def _group(client: Any, ns: str, gid: str, now: int, max_jobs: int,
     pipe.zscore(f"{ns}:ready", gid)
     waiting_ids, count, active_ids, ready = pipe.execute()
     waiting = _jobs(client, ns, list(waiting_ids))
-    state = GroupState(id=gid, waiting=waiting[:max_jobs], waiting_count=int(count),
+    state = GroupState(id=gid, waiting=waiting, waiting_count=int(count),
                        ready=ready is not None)
     orphans = []
     for jid in active_ids:
@@ -170,6 +170,7 @@ def _group(client: Any, ns: str, gid: str, now: int, max_jobs: int,
             state.active.deadline_at = stored_int(deadline, 0)
     if not paused:
         state.stuck = _stuck_reason(state, orphans, now)
+    state.waiting = waiting[:max_jobs]     # the head was read for the check above
     return state
 
 

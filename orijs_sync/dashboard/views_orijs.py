@@ -8,9 +8,7 @@ from .web import HTTPError, Request, Response, route
 
 
 def _prefixes(req: Request) -> "tuple[str, str]":
-    board = req.dashboard
-    return (getattr(board, "events_prefix", "event"),
-            getattr(board, "workflows_prefix", "workflow"))
+    return req.dashboard.events_prefix, req.dashboard.workflows_prefix
 
 
 @route("GET", "/events")

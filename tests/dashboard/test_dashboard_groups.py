@@ -93,7 +93,7 @@ def test_workflow_execution_step_by_step(redis_url, namespace, prefix, board,
     browser.find_element(By.LINK_TEXT, flow_id).click()
     steps = rows(browser, "tr.step")
     assert [s.get_attribute("data-step") for s in steps] == ["reserve", "charge", "ship"]
-    assert [s.find_element(By.CSS_SELECTOR, ".tag").text for s in steps] == \
+    assert [s.find_element(By.CSS_SELECTOR, ".state").text for s in steps] == \
         ["completed", "completed", "failed"]
     assert "LookupError" in steps[2].text and "out of stock" in steps[2].text
     assert '"reserved": 2' in steps[0].text and "rolled back" in steps[0].text
