@@ -23,7 +23,7 @@ from .. import errors
 from ..engine.routing import as_processor
 from ..queue import Queue
 from ..worker import Worker
-from . import actions
+from . import actions, dashboard_cmd
 
 WORKER_HELP = "process a queue with module:function until SIGINT/SIGTERM"
 # What a command reports as a usage error (exit status 2, no traceback): bad options, a
@@ -139,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_worker_arguments(p)
     p.set_defaults(run=_worker)
     actions.add_commands(parser, sub)
+    dashboard_cmd.add_command(sub)
     return parser
 
 

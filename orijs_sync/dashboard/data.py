@@ -124,8 +124,9 @@ def summaries(client: Any, prefix: str, names: Sequence[str], *,
             (pipe.llen if state in LIST_STATES else pipe.zcard)(keys.key(state))
         pipe.hmget(keys.meta, "paused", "concurrency", "max", "duration")
         if points:
-            pipe.lrange(keys.key("metrics:completed:data"), 0, points - 1)
-            pipe.lrange(keys.key("metrics:failed:data"), 0, points - 1)
+            for kind in ("completed", "failed"):
+                pipe.hmget(keys.key(f"metrics:{kind}"), "count", "prevTS", "prevCount")
+                pipe.lrange(keys.key(f"metrics:{kind}:data"), 0, points - 1)
     replies = iter(pipe.execute() if names else [])
     result = []
     for name in names:
@@ -134,8 +135,9 @@ def summaries(client: Any, prefix: str, names: Sequence[str], *,
         summary = QueueSummary(name, counts, paused is not None, _int(concurrency),
                                _rate(max_jobs, duration))
         if points:
-            summary.completed_per_minute = [_int(v) or 0 for v in next(replies)]
-            summary.failed_per_minute = [_int(v) or 0 for v in next(replies)]
+            now = time.time() * 1000
+            summary.completed_per_minute = _per_minute(next(replies), next(replies), now, points)
+            summary.failed_per_minute = _per_minute(next(replies), next(replies), now, points)
         result.append(summary)
     return result
 
@@ -157,6 +159,19 @@ def workers_by_queue(client: Any, prefix: str, names: Sequence[str]) -> Dict[str
             found[wanted[base]].append({**entry, "rawname": raw,
                                         "name": raw.split(":w:", 1)[1] if ":w:" in raw else ""})
     return found
+
+
+def _per_minute(meta: Sequence[Any], stored: Sequence[Any], now_ms: float,
+                points: int) -> List[int]:
+    """Jobs per minute, newest first: BullMQ's data list holds the closed minutes; the jobs
+    counted since its last point (``count - prevCount``, at ``prevTS``) come before it,
+    after a zero for each minute since."""
+    count, prev_ts, prev_count = (_int(v) for v in meta)
+    series = [_int(v) or 0 for v in stored]
+    if count is None or prev_ts is None:
+        return series[:points]
+    idle = max(0, int(now_ms // 60000) - prev_ts // 60000)
+    return ([0] * min(idle, points) + [count - (prev_count or 0)] + series)[:points]
 
 
 def _int(value: Any) -> Optional[int]:

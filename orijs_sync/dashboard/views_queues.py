@@ -3,6 +3,7 @@ queue's page (counts, limits, throughput chart, workers, queue actions)."""
 from __future__ import annotations
 
 from . import charts, data
+from .actions import CLEAN_STATES
 from .web import HTTPError, Request, Response, route
 
 QUEUES_PER_PAGE = 50
@@ -36,5 +37,3 @@ def queue(req: Request, queue: str) -> Response:
     return req.dashboard.render(req, "queue.html", q=summary, chart=chart,
                                 states=data.STATES, clean_states=CLEAN_STATES)
 
-
-CLEAN_STATES = ("completed", "failed", "delayed", "wait", "prioritized", "paused")
