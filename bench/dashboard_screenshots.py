@@ -65,10 +65,11 @@ def fill_queues(url: str) -> str:
             queue.add("digest", {"to": f"team{n}@example.com"})
         queue.add("reminder", {"to": "ada@example.com"}, delay=3600)
     with FlowProducer(connection=url) as flows:
+        parts = [{"name": "fetch-sales", "queue_name": "reports-parts",
+                  "data": {"region": region}, "opts": {"attempts": 1}}
+                 for region in ("eu", "us", "apac")]
         node = flows.add({"name": "render-report", "queue_name": "reports", "data": {"id": 42},
-                          "children": [
-                              {"name": "fetch-sales", "queue_name": "reports-parts",
-                               "data": {"region": region}, "opts": {"attempts": 1}} for region in ("eu", "us", "apac")]})
+                          "children": parts})
     with Worker("reports-parts", fetch_sales, connection=url), \
             Queue("reports-parts", connection=url) as parts:
         wait_until(lambda: parts.get_completed_count() + parts.get_failed_count() >= 3)

@@ -1,7 +1,7 @@
 """Bounded SCAN for the dashboard's pages: never more than ``scan_limit`` keys looked at."""
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Set, Tuple
 
 SCAN_LIMIT = 20_000
 SCAN_COUNT = 1_000
@@ -11,7 +11,7 @@ def scan_names(client: Any, match: str, name_of: Callable[[str], Optional[str]],
                scan_limit: int = SCAN_LIMIT) -> Tuple[List[str], bool]:
     """The sorted distinct ``name_of(key)`` (``None`` skipped) of the keys matching
     ``match``, and whether the scan stopped at ``scan_limit`` keys (more may exist)."""
-    names = set()
+    names: Set[str] = set()
     looked, cursor = 0, 0
     while True:
         cursor, keys = client.scan(cursor, match=match, count=SCAN_COUNT)

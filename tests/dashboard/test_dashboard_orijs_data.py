@@ -6,8 +6,8 @@ from typing import Iterator
 
 import pytest
 import redis
-
 from dash_orijs_data import fill_events, fill_groups, fill_scheduler, fill_workflow
+
 from orijs_sync.dashboard import data_groups, data_orijs, data_schedulers
 
 
