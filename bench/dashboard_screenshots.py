@@ -20,7 +20,7 @@ from selenium.webdriver.chrome.service import Service
 
 from orijs_sync import FlowProducer, Queue, Worker
 from orijs_sync.dashboard import Dashboard
-from orijs_sync.testing import local_redis
+from orijs_sync.testing import local_redis, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "dashboard"))
@@ -29,7 +29,6 @@ from dash_orijs_data import (  # noqa: E402 - the tests' data makers
     fill_groups,
     fill_scheduler,
     fill_workflow,
-    wait_until,
 )
 
 OUT = ROOT / "docs" / "img"

@@ -4,7 +4,6 @@ except the one state no producer leaves on purpose (a group dropped from ``ready
 GroupMQ recovery can leave it)."""
 from __future__ import annotations
 
-import time
 from typing import Any, Dict, Optional
 
 import redis
@@ -12,18 +11,10 @@ import redis
 from orijs_sync import Queue, Worker
 from orijs_sync.events import BullMQEventProvider
 from orijs_sync.groups import GroupQueue
+from orijs_sync.testing import wait_until
 from orijs_sync.workflows import BullMQWorkflowProvider, Workflow, WorkflowFailedError
 
 XSS = '<script>window.__xss=1</script>"><img src=x onerror="window.__xss=2">'
-
-
-def wait_until(check: Any, timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.02)
 
 
 def fill_groups(url: str, name: str, *, hostile: bool = False) -> Dict[str, str]:
