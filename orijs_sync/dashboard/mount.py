@@ -83,7 +83,7 @@ def _call_wsgi(board: WsgiApp, request: Any, rest: str) -> Any:
     full = request.path
     script = full[:len(full) - len(rest)].rstrip("/") if full.endswith(rest) else full
     body = request.body
-    environ.update({"SCRIPT_NAME": script, "PATH_INFO": path,
+    environ.update({"SCRIPT_NAME": _wsgi_str(script), "PATH_INFO": _wsgi_str(path),
                     "wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body))})
     started: List[Tuple[str, List[Tuple[str, str]]]] = []
 
@@ -105,3 +105,8 @@ def _call_wsgi(board: WsgiApp, request: Any, rest: str) -> Any:
         else:
             response[name] = value
     return response
+
+
+def _wsgi_str(text: str) -> str:
+    """A path as WSGI carries it: its UTF-8 bytes as a latin-1 string (PEP 3333)."""
+    return text.encode("utf-8").decode("latin-1")

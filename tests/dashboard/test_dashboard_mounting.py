@@ -100,8 +100,10 @@ def test_mount_refuses_a_bad_path(board):
 
 # -- Django ----------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def django_site(redis_url, tmp_path_factory):
+    """The Django test project, set up once per process (as tests/contrib's django_env,
+    whichever comes first)."""
     pytest.importorskip("django")
     env, saved = setup_django(redis_url, tmp_path_factory.mktemp("dj") / "db.sqlite3")
     yield env
@@ -133,6 +135,8 @@ def test_django_dashboard_is_for_staff_only(users):
     page = admin.get("/jobs/groups")
     assert page.status_code == 200 and b"Group queues" in page.content
     assert b'href="/jobs/events"' in page.content
+    missing = admin.get("/jobs/groups/caf%C3%A9")      # a non-ASCII path, passed on as WSGI does
+    assert missing.status_code == 404 and "No group queue &#39;café&#39;" in missing.content.decode()
 
 
 def test_django_keeps_the_dashboards_own_csrf_check(users, redis_url, namespace, r):
