@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from http.cookies import SimpleCookie
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Pattern, Tuple
-from urllib.parse import parse_qs, quote, urlencode
+from urllib.parse import parse_qs, quote, unquote, urlencode
 
 from . import security
 
@@ -83,9 +83,10 @@ class Request:
         self.form = _first_values(parse_qs(body.decode("utf-8", "replace")))
 
     def url(self, *segments: Any, **query: Any) -> str:
-        """The URL of a page under the mount point: each segment quoted (a queue name or a
-        job id may hold any character), ``query`` added (None values left out)."""
-        path = "/".join(quote(str(segment), safe="") for segment in segments)
+        """The URL of a page under the mount point: each segment quoted twice (a queue
+        name or a job id may hold any character, "/" too: the server unquotes the path
+        once, ``match`` once more), ``query`` added (None and "" values left out)."""
+        path = "/".join(quote(quote(str(segment), safe=""), safe="") for segment in segments)
         url = f"{self.script_name}/{path}"
         params = {k: v for k, v in query.items() if v is not None and v != ""}
         return f"{url}?{urlencode(params)}" if params else url
@@ -95,6 +96,11 @@ class Request:
         value = self.dashboard.signer.pack({"message": message, "kind": kind})
         self.set_cookies.append(security.cookie_header(
             security.FLASH_COOKIE, value, self.script_name or "/"))
+
+    def can(self, action: str) -> bool:
+        """Whether this request may run ``action`` (not read-only, and ``authorize`` says
+        yes): templates show an action's form only then."""
+        return not self.dashboard.read_only and self.dashboard.allows(self.environ, action)
 
     @property
     def prefix(self) -> str:
@@ -152,7 +158,7 @@ def match(method: str, path: str) -> Tuple[Optional[Route], Dict[str, str], bool
         found = entry.regex.match(path)
         if found:
             if entry.method == method or (method == "HEAD" and entry.method == "GET"):
-                return entry, found.groupdict(), False
+                return entry, {k: unquote(v) for k, v in found.groupdict().items()}, False
             other_method = True
     return None, {}, other_method
 
