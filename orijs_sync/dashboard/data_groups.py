@@ -83,22 +83,24 @@ def redis_now_ms(client: Any) -> int:
 def read_group_queue(client: Any, name: str, *, max_groups: int = 200, max_jobs: int = 20,
                      max_finished: int = 20) -> GroupQueueState:
     """The queue's counts, up to ``max_groups`` groups (stuck ones first, then by id) with
-    their first ``max_jobs`` waiting jobs, and its newest finished jobs."""
+    their first ``max_jobs`` waiting jobs, and its newest finished jobs. A fixed number of
+    round trips, whatever the number of groups and jobs."""
     ns = PREFIX + name
     pipe = client.pipeline(transaction=False)
     for part in ("processing", "delayed", "completed", "failed", "stage"):
         pipe.zcard(f"{ns}:{part}")
     pipe.exists(f"{ns}:paused")
     pipe.scard(f"{ns}:groups")
-    pipe.zrange(f"{ns}:processing", 0, max_groups - 1, withscores=True)
+    pipe.zrange(f"{ns}:processing", 0, max_groups - 1)
     active, delayed, completed, failed, staged, paused, total, processing = pipe.execute()
     gids = _group_ids(client, ns, max_groups)
-    for jid, _ in processing:     # a group whose only job runs is still shown
-        gid = client.hget(f"{ns}:processing:{jid}", "groupId")
+    running = _pipelined(client, [("hget", f"{ns}:processing:{jid}", "groupId")
+                                  for jid in processing])
+    for gid in running:        # a group whose only job runs is shown too
         if gid and gid not in gids and len(gids) < max_groups:
             gids.append(gid)
     now = redis_now_ms(client)
-    groups = [_group(client, ns, gid, now, max_jobs, bool(paused)) for gid in gids]
+    groups = _groups(client, ns, gids, now, max_jobs, bool(paused))
     groups.sort(key=lambda g: (g.stuck is None, g.id))
     counts = {"active": active, "waiting": sum(g.waiting_count for g in groups),
               "delayed": delayed, "completed": completed, "failed": failed,
@@ -133,12 +135,20 @@ def _group_ids(client: Any, ns: str, limit: int) -> List[str]:
     return sorted(set(found))[:limit]
 
 
-def _jobs(client: Any, ns: str, ids: List[str]) -> List[GroupJob]:
+def _pipelined(client: Any, calls: List[Tuple[Any, ...]]) -> List[Any]:
+    """The replies of ``(method, *args)`` calls sent in one pipeline."""
+    if not calls:
+        return []
     pipe = client.pipeline(transaction=False)
-    for jid in ids:
-        pipe.hgetall(f"{ns}:job:{jid}")
+    for method, *args in calls:
+        getattr(pipe, method)(*args)
+    return list(pipe.execute())
+
+
+def _jobs(client: Any, ns: str, ids: List[str]) -> List[GroupJob]:
+    raws = _pipelined(client, [("hgetall", f"{ns}:job:{jid}") for jid in ids])
     return [GroupJob.from_hash(jid, raw, _status(raw), None)
-            for jid, raw in zip(ids, pipe.execute()) if raw]
+            for jid, raw in zip(ids, raws) if raw]
 
 
 def _finished(client: Any, ns: str, status: str, limit: int) -> List[GroupJob]:
@@ -146,28 +156,40 @@ def _finished(client: Any, ns: str, status: str, limit: int) -> List[GroupJob]:
     return _jobs(client, ns, list(ids))
 
 
-def _group(client: Any, ns: str, gid: str, now: int, max_jobs: int,
-           paused: bool) -> GroupState:
-    gkey = f"{ns}:g:{gid}"
-    pipe = client.pipeline(transaction=False)
-    pipe.zrange(gkey, 0, max(max_jobs, 1) - 1)
-    pipe.zcard(gkey)
-    pipe.lrange(f"{gkey}:active", 0, -1)
-    pipe.zscore(f"{ns}:ready", gid)
-    waiting_ids, count, active_ids, ready = pipe.execute()
-    waiting = _jobs(client, ns, list(waiting_ids))
+def _groups(client: Any, ns: str, gids: List[str], now: int, max_jobs: int,
+            paused: bool) -> List[GroupState]:
+    """Every group's state in four round trips: its keys, its active ids' deadlines, the
+    jobs' hashes (the head is read even with ``max_jobs`` 0: the stuck check needs it)."""
+    calls: List[Tuple[Any, ...]] = []
+    for gid in gids:
+        gkey = f"{ns}:g:{gid}"
+        calls += [("zrange", gkey, 0, max(max_jobs, 1) - 1), ("zcard", gkey),
+                  ("lrange", f"{gkey}:active", 0, -1), ("zscore", f"{ns}:ready", gid)]
+    replies = _pipelined(client, calls)
+    per_group = [replies[i:i + 4] for i in range(0, len(replies), 4)]
+    active_ids = [jid for _, _, ids, _ in per_group for jid in ids]
+    deadlines = dict(zip(active_ids, _pipelined(
+        client, [("zscore", f"{ns}:processing", jid) for jid in active_ids])))
+    live = [jid for jid in active_ids if deadlines[jid] is not None]
+    jobs = {job.id: job for job in _jobs(
+        client, ns, [jid for waiting, *_ in per_group for jid in waiting] + live)}
+    return [_group(gid, reply, deadlines, jobs, now, max_jobs, paused)
+            for gid, reply in zip(gids, per_group)]
+
+
+def _group(gid: str, reply: List[Any], deadlines: Dict[str, Any], jobs: Dict[str, GroupJob],
+           now: int, max_jobs: int, paused: bool) -> GroupState:
+    waiting_ids, count, active_ids, ready = reply
+    waiting = [jobs[jid] for jid in waiting_ids if jid in jobs]
     state = GroupState(id=gid, waiting=waiting, waiting_count=int(count),
                        ready=ready is not None)
-    orphans = []
+    orphans = [jid for jid in active_ids if deadlines.get(jid) is None]
     for jid in active_ids:
-        deadline = client.zscore(f"{ns}:processing", jid)
-        if deadline is None:
-            orphans.append(jid)
-            continue
-        state.active_deadline = int(deadline)
-        state.active = next(iter(_jobs(client, ns, [jid])), None)
-        if state.active is not None:
-            state.active.deadline_at = stored_int(deadline, 0)
+        if deadlines.get(jid) is not None:
+            state.active_deadline = stored_int(deadlines[jid], 0)
+            state.active = jobs.get(jid)
+            if state.active is not None:
+                state.active.deadline_at = state.active_deadline
     if not paused:
         state.stuck = _stuck_reason(state, orphans, now)
     state.waiting = waiting[:max_jobs]     # the head was read for the check above

@@ -20,9 +20,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..base.util import loads, stored_int
 from ..keys import QueueKeys
-from ..store.workers_list import list_workers
 from ..workflows._execution import FAILURE_LOG_TAG
 from ..workflows._registry import FlowRegistry
+from .data import workers_by_queue
 from .data_scan import bullmq_queues
 
 MAX_STEPS = 200
@@ -155,12 +155,12 @@ def read_event_types(client: Any, prefix: str = "bull", queue_prefix: str = "eve
     """Every event type found (bounded scan), with its counts, subscribers and newest
     ``failures`` failed jobs; and whether the scan was cut short."""
     queues, truncated = bullmq_queues(client, prefix, queue_prefix + ".")
+    workers = workers_by_queue(client, prefix, queues)      # one CLIENT LIST
     types = []
     for queue in queues:
         keys = QueueKeys(prefix, queue)
         types.append(EventType(name=queue[len(queue_prefix) + 1:], queue=queue,
-                               counts=_counts(client, keys),
-                               subscribers=list_workers(client, prefix, queue),
+                               counts=_counts(client, keys), subscribers=workers[queue],
                                failures=_newest(client, prefix, queue, "failed", failures)))
     return types, truncated
 
