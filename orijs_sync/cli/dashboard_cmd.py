@@ -23,6 +23,21 @@ class _LoggingHandler(WSGIRequestHandler):
         log.info("%s %s", self.address_string(), format % args)
 
 
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:   # noqa: A002 - stdlib's name
+        pass
+
+
+def threaded_server(app: Any, host: str = "127.0.0.1", port: int = 0, *,
+                    log_requests: bool = True) -> WSGIServer:
+    """A wsgiref server answering each request on a thread of its own (``port=0``: a
+    free one, read back from ``server.server_port``); the caller runs ``serve_forever``
+    and, to stop, ``shutdown`` and ``server_close``. Also used by the tests and the
+    benchmark."""
+    return make_server(host, port, app, server_class=_ThreadingServer,
+                       handler_class=_LoggingHandler if log_requests else _QuietHandler)
+
+
 def add_command(sub: Any) -> None:
     """Add the ``dashboard`` subcommand to the ``orijs-sync`` parser's subparsers."""
     p = sub.add_parser("dashboard", help="serve the web dashboard (loopback by default)")
@@ -42,8 +57,7 @@ def run(args: argparse.Namespace, _queue: Optional[Any] = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     stop = threading.Event()
     with Dashboard(args.url, prefix=args.prefix, read_only=args.read_only) as board:
-        server = make_server(args.host, args.port, board, server_class=_ThreadingServer,
-                             handler_class=_LoggingHandler)
+        server = threaded_server(board, args.host, args.port)
         thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},
                                   name="orijs-dashboard-server")
         previous = {sig: signal.signal(sig, lambda *_: stop.set())

@@ -10,7 +10,7 @@ import json
 import logging
 import mimetypes
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
 
 import jinja2
 import redis
@@ -51,6 +51,8 @@ class Dashboard:
     ``"drain"``...) for a POST; a one-argument predicate is asked for both. ``read_only``
     hides every action and refuses its POST. ``secret`` signs the CSRF tokens (give the
     same one to every process serving the dashboard; default: random per instance).
+    ``queues`` names the queues to list (default: every queue found under ``prefix`` by a
+    background SCAN, repeated ``queue_list_ttl`` seconds after each pass).
     ``events_prefix`` and ``workflows_prefix`` are the OriJS providers' ``queue_prefix``
     (the Events and Workflows pages list the queues ``{events_prefix}.*`` and
     ``{workflows_prefix}.*``).
@@ -59,8 +61,9 @@ class Dashboard:
     def __init__(self, connection: ConnectionLike = None, *, prefix: str = "bull",
                  read_only: bool = False, authorize: Optional[Authorize] = None,
                  secret: Union[str, bytes, None] = None, page_size: int = 25,
-                 queue_list_ttl: float = 10.0, title: str = "orijs_sync",
-                 events_prefix: str = "event", workflows_prefix: str = "workflow") -> None:
+                 queues: Optional[Sequence[str]] = None, queue_list_ttl: float = 30.0,
+                 title: str = "orijs_sync", events_prefix: str = "event",
+                 workflows_prefix: str = "workflow") -> None:
         if not isinstance(prefix, str) or not prefix:
             raise errors.InvalidArgument("prefix must be a non-empty string", "prefix", prefix)
         if authorize is not None and not callable(authorize):
@@ -79,7 +82,12 @@ class Dashboard:
         self._authorize_takes_action = _takes_two_arguments(authorize)
         self.signer = security.Signer(secret.encode("utf-8") if isinstance(secret, str)
                                       else secret)
-        self.queues = QueueDirectory(self.connection.client, prefix, ttl=queue_list_ttl)
+        if queues is not None and (isinstance(queues, str) or
+                                   not all(isinstance(q, str) and q for q in queues)):
+            raise errors.InvalidArgument("queues must be a list of queue names", "queues",
+                                         queues)
+        self.queues = QueueDirectory(self.connection.client, prefix, ttl=queue_list_ttl,
+                                     fixed=queues)
         self.templates = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(HERE / "templates")), autoescape=True,
             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)

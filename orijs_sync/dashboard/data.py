@@ -7,7 +7,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Set
 
 import redis
 
@@ -26,73 +26,109 @@ _GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
 
 class QueueDirectory:
     """The queue names under a prefix: every ``{prefix}:{name}:meta`` hash (BullMQ writes
-    it with a queue's first job), found by SCAN in steps of ``SCAN_COUNT`` (never KEYS)
-    and kept ``ttl`` seconds. Once known, the list is served from the cache while one
-    background thread refreshes it, so no page waits for a scan after the first."""
+    it with a queue's first job), found by SCAN in steps of ``SCAN_COUNT`` keys (never
+    KEYS). A background thread scans the keyspace, and again ``ttl`` seconds after each
+    pass; pages read the last complete pass (plus what the running one found so far),
+    waiting at most ``first_wait`` seconds for the very first pass, so no page waits for
+    a scan of a large keyspace. ``ttl <= 0`` scans on every call instead (tests).
+    ``fixed`` names the queues and skips scanning altogether."""
 
-    def __init__(self, client: Any, prefix: str, *, ttl: float) -> None:
+    def __init__(self, client: Any, prefix: str, *, ttl: float, first_wait: float = 0.3,
+                 fixed: Optional[Sequence[str]] = None) -> None:
         self.client = client
         self.prefix = prefix
         self.ttl = ttl
-        self._names: Optional[List[str]] = None
-        self._at = 0.0
+        self.first_wait = first_wait
+        self.fixed = sorted(set(fixed)) if fixed is not None else None
+        self._done: Optional[List[str]] = None     # the last complete pass
+        self._partial: Set[str] = set()             # the running pass so far
+        self._error: Optional[BaseException] = None
         self._lock = threading.Lock()
-        self._refresher: Optional[threading.Thread] = None
+        self._first_pass = threading.Event()
+        self._wake = threading.Event()
         self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    @property
+    def complete(self) -> bool:
+        """Whether the names come from a complete pass."""
+        return self.fixed is not None or self.ttl <= 0 or self._done is not None
 
     def names(self) -> List[str]:
-        """Every queue name, sorted (a scan now if none is cached, or with no ``ttl``)."""
+        """Every queue name known, sorted."""
+        if self.fixed is not None:
+            return list(self.fixed)
         if self.ttl <= 0:
-            return self.scan()
+            return self.scan(set())
+        if self._ensure_thread():
+            self._first_pass.wait(self.first_wait)     # only the call that started it waits
         with self._lock:
-            names, fresh = self._names, time.monotonic() - self._at < self.ttl
-            if names is not None and not fresh and self._refresher is None \
-                    and not self._stop.is_set():
-                self._refresher = threading.Thread(target=self._refresh_in_background,
-                                                   name="orijs-dashboard-scan", daemon=True)
-                self._refresher.start()
-        if names is None:
-            names = self.scan()
-            self._store(names)
-        return names
+            error = self._error
+            if error is not None and self._done is None:
+                raise error         # nothing to show: the page says why (an outage...)
+            return sorted(set(self._done or ()) | self._partial)
 
     def forget(self) -> None:
-        """Drop the cache (after a change the next page must see)."""
-        with self._lock:
-            self._at = 0.0
+        """Scan again now (after a change the next pages must see)."""
+        self._wake.set()
 
-    def scan(self) -> List[str]:
+    def scan(self, into: Set[str]) -> List[str]:
+        """One pass over the keyspace, adding each queue name to ``into`` as found."""
         pattern = _GLOB_SPECIAL.sub(r"\\\1", self.prefix) + ":*:meta"
         start = len(self.prefix) + 1
-        found = set()
         for key in self.client.scan_iter(match=pattern, count=SCAN_COUNT, _type="hash"):
             name = key[start:-len(":meta")]
             if name and ":" not in name:      # a job id ending in ":meta" is no queue
-                found.add(name)
+                with self._lock:
+                    into.add(name)
             if self._stop.is_set():
                 break
-        return sorted(found)
+        return sorted(into)
 
-    def _store(self, names: List[str]) -> None:
+    def _ensure_thread(self) -> bool:
+        """Start the scanning thread unless it runs (after a fork it does not); returns
+        whether it was started now."""
         with self._lock:
-            self._names, self._at = names, time.monotonic()
+            if self._thread is not None and self._thread.is_alive() or self._stop.is_set():
+                return False
+            self._first_pass.clear()
+            self._thread = threading.Thread(target=self._loop, name="orijs-dashboard-scan",
+                                            daemon=True)
+            self._thread.start()
+            return True
 
-    def _refresh_in_background(self) -> None:
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.loop()
+            self._wake.wait(self.ttl if self._error is None else min(self.ttl, 2.0))
+            self._wake.clear()
+
+    def loop(self) -> None:
+        """One pass; a failure (Redis down) is kept for the next page to report."""
+        found: Set[str] = set()
+        with self._lock:
+            self._partial = found
         try:
-            self._store(self.scan())
-        except Exception:   # noqa: BLE001 - the stale list stays; the next page retries
+            names = self.scan(found)
+        except Exception as exc:   # noqa: BLE001 - the page reports it; the next pass retries
             with self._lock:
-                self._at = time.monotonic() - self.ttl / 2
+                self._error = exc
+        else:
+            with self._lock:
+                if not self._stop.is_set():
+                    self._done, self._error = names, None
         finally:
             with self._lock:
-                self._refresher = None
+                self._partial = set()
+            self._first_pass.set()
 
     def close(self, timeout: float = 5.0) -> None:
         self._stop.set()
+        self._wake.set()
         with self._lock:
-            refresher = self._refresher
-        if refresher is not None:
-            refresher.join(timeout)
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
 
 
 @dataclass

@@ -23,7 +23,8 @@ def queues(req: Request) -> Response:
     drawn = {q.name: charts.throughput(q.completed_per_minute, q.failed_per_minute,
                                        width=120, height=24) for q in found}
     return req.dashboard.render(req, "queues.html", queues=found, total=len(names),
-                                page=page, pages=pages, states=data.STATES, charts=drawn)
+                                page=page, pages=pages, states=data.STATES, charts=drawn,
+                                complete=req.dashboard.queues.complete)
 
 
 @route("GET", "/queues/{queue}")

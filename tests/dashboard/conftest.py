@@ -11,23 +11,14 @@ from __future__ import annotations
 
 import shutil
 import threading
-from socketserver import ThreadingMixIn
 from typing import Any, Callable, Iterator, List
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import pytest
 
+from orijs_sync.cli.dashboard_cmd import threaded_server
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
-
-
-class _ThreadingServer(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:   # noqa: A002 - stdlib's name
-        pass
 
 
 @pytest.fixture
@@ -35,13 +26,12 @@ def dashboard_server() -> Iterator[Callable[[Any], str]]:
     started: List[Any] = []
 
     def serve(app: Any) -> str:
-        server = make_server("127.0.0.1", 0, app, server_class=_ThreadingServer,
-                             handler_class=_QuietHandler)
+        server = threaded_server(app, log_requests=False)
         thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
                                   name="dashboard-test-server", daemon=True)
         thread.start()
         started.append((server, thread))
-        return f"http://127.0.0.1:{server.server_address[1]}"
+        return f"http://127.0.0.1:{server.server_port}"
 
     yield serve
     for server, thread in started:

@@ -196,23 +196,34 @@ def test_one_argument_authorize(redis_url, prefix, dashboard_server):
 
 # -- failures ------------------------------------------------------------------------
 
-def test_redis_outage_shows_a_banner(dashboard_server, prefix):
+@pytest.mark.parametrize("ttl", [0, 30])     # the queue list scanned per page, or cached
+def test_redis_outage_shows_a_banner(dashboard_server, prefix, ttl):
     server = RedisServer().start()
     try:
         with Queue("down", connection=server.url, prefix=prefix) as q:
             job = q.add("x", {})
-        with Dashboard(server.url, prefix=prefix, queue_list_ttl=0) as board:
+        with Dashboard(server.url, prefix=prefix, queue_list_ttl=ttl) as board:
             client = Client(dashboard_server(board))
             assert client.get("/queues")[0] == 200
-            server.stop()
+            server.halt()
             for path in ("/queues", "/queues/down", "/queues/down/wait",
                          f"/queues/down/jobs/{job.id}"):
                 status, _, page = client.get(path)
                 assert status == 503, path
                 assert "Redis is unreachable" in page
                 assert "Traceback" not in page and "File \"" not in page
+            server.restart()
+            assert client.get("/queues")[0] == 200                 # back without a restart
     finally:
         server.stop()
+
+
+def test_redis_down_from_the_start(dashboard_server):
+    with RedisServer() as server:
+        url = server.url
+    with Dashboard(url) as board:
+        status, _, page = Client(dashboard_server(board)).get("/queues")
+    assert status == 503 and "Redis is unreachable" in page
 
 
 def test_unexpected_error_is_a_500_without_traceback(board, dashboard_server, namespace,
