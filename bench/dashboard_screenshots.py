@@ -58,7 +58,8 @@ def fill_queues(url: str) -> str:
         for n in range(12):
             queue.add("welcome", {"to": f"user{n}@example.{'invalid' if n % 5 == 0 else 'com'}"},
                       attempts=1)
-        with Worker("emails", emails, connection=url, concurrency=4):
+        with Worker("emails", emails, connection=url, concurrency=4,
+                    metrics={"max_data_points": 60}):
             wait_until(lambda: queue.get_completed_count() + queue.get_failed_count() >= 12)
         for n in range(4):
             queue.add("digest", {"to": f"team{n}@example.com"})
