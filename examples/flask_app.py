@@ -3,6 +3,7 @@
     python examples/flask_app.py            # uses $REDIS_URL, else starts a redis-server
     curl -X POST localhost:5000/orders -H 'Content-Type: application/json' \
          -d '{"id": 1, "items": ["book"]}'
+    open http://localhost:5000/jobs/                  # the dashboard, mounted under /jobs
 
 The view is plain synchronous code: ``provider.emit(...).result(timeout=5)``
 blocks the request thread until a subscriber (in this process here, or in any
@@ -21,9 +22,12 @@ from orijs_sync import errors
 from orijs_sync.events import BullMQEventProvider, EventMessage, propagation_context
 
 
-def create_app(provider: Any) -> Flask:
-    """The app; ``provider`` is a started BullMQEventProvider (or InProcessEventProvider)."""
+def create_app(provider: Any, dashboard: Any = None) -> Flask:
+    """The app; ``provider`` is a started BullMQEventProvider (or InProcessEventProvider).
+    A ``dashboard`` (``orijs_sync.dashboard.Dashboard``) is served under ``/jobs``."""
     app = Flask(__name__)
+    if dashboard is not None:
+        dashboard.mount(app, "/jobs")   # werkzeug's DispatcherMiddleware around app.wsgi_app
 
     @app.post("/orders")
     def create_order() -> Any:
@@ -55,11 +59,12 @@ def handle_order_created(message: EventMessage) -> Dict[str, Any]:
 
 
 def main() -> None:
+    from orijs_sync.dashboard import Dashboard
     from orijs_sync.testing import local_redis
 
-    with local_redis() as url, BullMQEventProvider(url) as provider:
+    with local_redis() as url, BullMQEventProvider(url) as provider, Dashboard(url) as board:
         provider.subscribe("order.created", handle_order_created)
-        create_app(provider).run(port=5000, threaded=True)
+        create_app(provider, board).run(port=5000, threaded=True)
 
 
 if __name__ == "__main__":

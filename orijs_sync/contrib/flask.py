@@ -125,6 +125,18 @@ class OrijsSync:
         """The app's workflow provider, started on first use, stopped at exit."""
         return self.hub().workflows
 
+    def mount_dashboard(self, app: Flask, path: str = "/jobs", **options: Any) -> Any:
+        """Serve the dashboard (``orijs_sync.dashboard.Dashboard``) under ``path`` of
+        ``app``, on the app's Redis connection and prefix; ``options`` are the Dashboard's
+        other keyword options (``authorize``, ``read_only``, ``secret``...). The events and
+        workflows pages follow ``ORIJS_SYNC_EVENTS``/``ORIJS_SYNC_WORKFLOWS``'s
+        ``queue_prefix``. Returns the Dashboard."""
+        from ..dashboard import Dashboard
+        hub = self.hub(app)
+        board = Dashboard(hub.connection, **{**hub.dashboard_options(), **options})
+        board.mount(app, path)
+        return board
+
     def close(self, app: Optional[Flask] = None, timeout: Optional[float] = None) -> None:
         """Stop the app's providers and close its queues now (else at exit); the
         extension refuses calls for it afterwards."""

@@ -130,6 +130,13 @@ class Hub:
         return BullMQWorkflowProvider(self.connection, prefix=self.prefix,
                                       **self._workflow_options)
 
+    def dashboard_options(self) -> Dict[str, Any]:
+        """The Dashboard options following these settings: prefix and the providers'
+        queue prefixes."""
+        return {"prefix": self.prefix,
+                "events_prefix": self._event_options.get("queue_prefix", "event"),
+                "workflows_prefix": self._workflow_options.get("queue_prefix", "workflow")}
+
     # -- what it hands out -------------------------------------------------
     def queue(self, name: str) -> Queue:
         """The process's queue ``name`` (made on first use)."""

@@ -16,6 +16,7 @@ import jinja2
 import redis
 
 from .. import errors
+from ..base import validate as check
 from ..store.connect import as_connection
 from ..store.connection import ConnectionLike
 from . import security, web
@@ -53,19 +54,25 @@ class Dashboard:
     process serving the dashboard; a web framework's own secret key fits too).
     ``queues`` names the queues to list (default: every queue found under ``prefix`` by a
     background SCAN, repeated ``queue_list_ttl`` seconds after each pass).
+    ``events_prefix`` and ``workflows_prefix`` are the OriJS providers' ``queue_prefix``
+    (the Events and Workflows pages list the queues ``{events_prefix}.*`` and
+    ``{workflows_prefix}.*``).
     """
 
     def __init__(self, connection: ConnectionLike = None, *, prefix: str = "bull",
                  read_only: bool = False, authorize: Optional[Authorize] = None,
                  secret: Union[str, bytes, None] = None, page_size: int = 25,
                  queues: Optional[Sequence[str]] = None, queue_list_ttl: float = 30.0,
-                 title: str = "orijs_sync") -> None:
+                 title: str = "orijs_sync", events_prefix: str = "event",
+                 workflows_prefix: str = "workflow") -> None:
         if not isinstance(prefix, str) or not prefix:
             raise errors.InvalidArgument("prefix must be a non-empty string", "prefix", prefix)
         if authorize is not None and not callable(authorize):
             raise errors.InvalidArgumentType("authorize must be a callable or None")
         if not isinstance(page_size, int) or not 1 <= page_size <= 500:
             raise errors.InvalidArgument("page_size must be 1..500", "page_size", page_size)
+        self.events_prefix = check.name(events_prefix, "events_prefix")
+        self.workflows_prefix = check.name(workflows_prefix, "workflows_prefix")
         self.connection = as_connection(connection)
         self._owns_connection = self.connection is not connection
         self.prefix = prefix
@@ -207,6 +214,20 @@ class Dashboard:
                             headers=[("Cache-Control", "public, max-age=3600"),
                                      ("X-Content-Type-Options", "nosniff")])
 
+    # -- mounting ---------------------------------------------------------------
+    def django_urls(self, *, allow: Optional[Callable[[Any], bool]] = None) -> List[Any]:
+        """URL patterns serving the dashboard in a Django project:
+        ``path("jobs/", include(board.django_urls()))``. ``allow(user)`` decides who sees
+        it (default: active staff users; anonymous users are sent to the login page)."""
+        from .mount import django_urls
+        return django_urls(self, allow=allow)
+
+    def mount(self, app: Any, path: str = "/jobs") -> None:
+        """Serve the dashboard under ``path`` of a Flask app (or any object with a
+        ``wsgi_app`` attribute): werkzeug's ``DispatcherMiddleware`` around it."""
+        from .mount import mount_flask
+        mount_flask(app, self, path)
+
     # -- lifecycle -------------------------------------------------------------
     def close(self) -> None:
         """Stop the queue directory's refresh and close the connection it made."""
@@ -260,5 +281,5 @@ def ms_date(value: Any) -> str:
 
 def _load_views() -> List[Any]:
     """Import every view module (each registers its routes into ``web.ROUTES`` once)."""
-    from . import actions, views_jobs, views_queues
-    return [views_queues, views_jobs, actions]
+    from . import actions, views_groups, views_jobs, views_orijs, views_queues, views_schedulers
+    return [views_queues, views_jobs, actions, views_groups, views_schedulers, views_orijs]
