@@ -205,7 +205,7 @@ def test_a_worker_built_before_fork_gets_its_own_lock_tokens_in_each_child(redis
     queue = Queue(qname, redis_url)
     job = queue.add("x", {})
     worker = Worker(qname, fork_cases.token_handler(redis_url, tokens, namespace), redis_url,
-                    lock_duration=1, skip_stalled_check=True, stalled_interval=0.2,
+                    lock_duration=4, skip_stalled_check=True, stalled_interval=0.2,
                     drain_delay=0.5)
     worker.on("error", fork_cases.error_recorder(redis_url, f"{namespace}:errors"))
     children = []

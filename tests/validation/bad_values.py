@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 from datetime import timedelta
-from typing import Any, List
+from typing import Any, Callable, List, NamedTuple
 
+import pytest
 import redis
 from hypothesis import strategies as st
 
+from orijs_sync import errors
 from orijs_sync.base.validate import MAX_SECONDS
 
 # A digest of every key and its value, computed in Redis (one round trip).
@@ -78,3 +80,27 @@ def typos(valid: Any) -> st.SearchStrategy[str]:
 def snapshot(r: redis.Redis) -> List[Any]:
     """The number of keys and a digest of every key and value (equal: nothing written)."""
     return r.eval(SNAPSHOT, 0)
+
+
+def assert_refused_by_name(r: redis.Redis, call: Callable[[], Any], arg: str) -> None:
+    """``call()`` raises a ValidationError (a TypeError or ValueError too) naming ``arg``
+    and leaves Redis as it was."""
+    before = snapshot(r)
+    with pytest.raises(errors.ValidationError) as info:
+        call()
+    exc = info.value
+    assert isinstance(exc, (TypeError, ValueError)), repr(exc)
+    assert arg in str(exc), f"{exc!r} does not name {arg!r}"
+    assert snapshot(r) == before, "a refused call wrote to Redis"
+
+
+class Case(NamedTuple):
+    """One bad-input case: values to draw, the call given the test's world and a value,
+    and the argument its message must name (from the value)."""
+    strategy: st.SearchStrategy[Any]
+    call: Callable[[Any, Any], Any]
+    arg: Callable[[Any], str]
+
+
+def const(name: str) -> Callable[[Any], str]:
+    return lambda _value: name

@@ -16,21 +16,23 @@ from typing import Any, Callable, Dict, Iterator, NamedTuple
 import pytest
 import redis
 from bad_values import (
+    Case,
+    assert_refused_by_name,
     bad_bools,
     bad_ints,
     bad_mappings,
     bad_names,
     bad_seconds,
+    const,
     junk,
     not_callable,
     not_json,
-    snapshot,
     typos,
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orijs_sync import FlowProducer, Queue, Worker, errors
+from orijs_sync import FlowProducer, Queue, Worker
 from orijs_sync import options as job_options
 from orijs_sync.groups import GroupJob, GroupQueue, GroupWorker
 
@@ -78,16 +80,6 @@ def world(redis_url: str) -> Iterator[World]:
             r.delete(key)
         gq.close()
         r.close()
-
-
-class Case(NamedTuple):
-    strategy: st.SearchStrategy[Any]
-    call: Callable[[World, Any], Any]
-    arg: Callable[[Any], str]      # the argument the message must name, from the value
-
-
-def const(name: str) -> Callable[[Any], str]:
-    return lambda _value: name
 
 
 def named(v: Any) -> str:
@@ -387,11 +379,4 @@ def test_new_calls_refuse_bad_input_by_name_and_write_nothing(world: World, case
                                                               data: st.DataObject) -> None:
     case = CASES[case_id]
     value = data.draw(case.strategy, label="bad value")
-    before = snapshot(world.r)
-    with pytest.raises(errors.ValidationError) as info:
-        case.call(world, value)
-    exc = info.value
-    assert isinstance(exc, (TypeError, ValueError)), repr(exc)
-    arg = case.arg(value)
-    assert arg in str(exc), f"{exc!r} does not name {arg!r}"
-    assert snapshot(world.r) == before, "a refused call wrote to Redis"
+    assert_refused_by_name(world.r, lambda: case.call(world, value), case.arg(value))

@@ -8,26 +8,28 @@ from a hypothesis strategy. ``EXAMPLES`` per case x the cases >= 1,500 examples.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, Iterator, NamedTuple
+from typing import Any, Dict, Iterator, NamedTuple
 
 import pytest
 import redis
 from bad_values import (
+    Case,
+    assert_refused_by_name,
     bad_bools,
     bad_ints,
     bad_mappings,
     bad_names,
     bad_seconds,
+    const,
     junk,
     not_callable,
     not_json,
-    snapshot,
     typos,
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orijs_sync import FlowProducer, Queue, QueueEvents, Worker, errors
+from orijs_sync import FlowProducer, Queue, QueueEvents, Worker
 from orijs_sync import options as job_options
 from orijs_sync._worker_events import LISTENER_EVENTS
 from orijs_sync.base.validate import MAX_PRIORITY
@@ -111,16 +113,6 @@ def world(redis_url: str) -> Iterator[World]:
         queue.obliterate(force=True)
         queue.close()
         r.close()
-
-
-class Case(NamedTuple):
-    strategy: st.SearchStrategy[Any]
-    call: Callable[[World, Any], Any]
-    arg: Callable[[Any], str]      # the argument the message must name, from the value
-
-
-def const(name: str) -> Callable[[Any], str]:
-    return lambda _value: name
 
 
 def option_arg(v: Any, *options: str) -> str:
@@ -398,15 +390,7 @@ def test_invalid_input_is_refused_by_name_and_writes_nothing(world: World, case_
                                                              data: st.DataObject) -> None:
     case = CASES[case_id]
     value = data.draw(case.strategy, label="bad value")
-    before = snapshot(world.r)
-    with pytest.raises(errors.OrijsError) as info:
-        case.call(world, value)
-    exc = info.value
-    assert isinstance(exc, (TypeError, ValueError)), repr(exc)
-    assert isinstance(exc, errors.ValidationError), repr(exc)
-    arg = case.arg(value)
-    assert arg in str(exc), f"{exc!r} does not name {arg!r}"
-    assert snapshot(world.r) == before, "a refused call wrote to Redis"
+    assert_refused_by_name(world.r, lambda: case.call(world, value), case.arg(value))
 
 
 def test_total_examples_reach_the_issue_bound() -> None:
