@@ -224,7 +224,9 @@ def test_a_worker_built_before_fork_gets_its_own_lock_tokens_in_each_child(redis
         wait_until(lambda: r.lrange(f"{namespace}:errors", 0, -1), 20,
                    "the first child's write refused")
         assert queue.get_job_state(job.id) == "active", "a stale write was accepted"
-        assert r.lrange(f"{namespace}:errors", 0, -1) == [f"{first}:LockLost"]
+        # only the stale child saw LockLost (its lock renewer may report it too, beside the
+        # refused write, when it runs first after SIGCONT)
+        assert set(r.lrange(f"{namespace}:errors", 0, -1)) == {f"{first}:LockLost"}
         r.set(f"{namespace}:release:{second}", 1)
         wait_until(lambda: queue.get_job_state(job.id) == "completed", 20)
         assert queue.get_job(job.id).returnvalue == second
