@@ -19,6 +19,16 @@ CLEAN_STATES = ("completed", "failed", "delayed", "wait", "paused", "prioritized
 STATES = LIST_STATES | SET_STATES | {"waiting"}
 
 
+def with_paused(states: Iterable[str]) -> List[str]:
+    """``states``, each once, with "paused" added after them when "waiting" is named
+    and "paused" is not, as BullMQ's getJobs and getJobCounts read "waiting": a paused
+    queue keeps its waiting jobs in the paused list ("wait" names the wait list alone)."""
+    wanted = list(dict.fromkeys(states))
+    if "waiting" in wanted and "paused" not in wanted:
+        wanted.append("paused")
+    return wanted
+
+
 def _state_key(state: str, arg: str = "state") -> str:
     state = check.one_of(state, STATES, arg, "job state")
     return "wait" if state == "waiting" else state
@@ -126,8 +136,10 @@ class QueueControlMixin:
     def get_jobs(self, states: Union[str, Sequence[str], None] = None, start: int = 0,
                  end: int = -1, asc: bool = False) -> List["Job"]:
         """Jobs in the given states (all when None), newest first unless ``asc``;
-        ``start``/``end`` index each state's range, as BullMQ's getJobs does."""
-        wanted = (check.states(states, "states", STATES) if states is not None else []) or [
+        ``start``/``end`` index each state's range, as BullMQ's getJobs does
+        (``"waiting"`` reads the paused list too, ``"wait"`` the wait list alone)."""
+        named = check.states(states, "states", STATES) if states is not None else []
+        wanted = with_paused(named) or [
             "wait", "active", "delayed", "prioritized", "completed", "failed", "paused",
             "waiting-children"]
         _range(start, end)
@@ -157,8 +169,9 @@ class QueueControlMixin:
                 for job_id, fields in zip(ids, pipe.execute()) if fields]
 
     def get_waiting(self, start: int = 0, end: int = -1) -> List["Job"]:
-        """Waiting jobs, oldest first; ``start``/``end`` are ranks (``end=-1``: to the end)."""
-        return self.get_jobs(["wait"], start, end, asc=True)
+        """Waiting jobs (in the paused list while the queue is paused), oldest first;
+        ``start``/``end`` are ranks (``end=-1``: to the end)."""
+        return self.get_jobs(["waiting"], start, end, asc=True)
 
     def get_active(self, start: int = 0, end: int = -1) -> List["Job"]:
         """Active jobs (being processed), oldest first; ``start``/``end`` are ranks."""

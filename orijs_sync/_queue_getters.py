@@ -19,8 +19,9 @@ if TYPE_CHECKING:  # pragma: no cover
 # Every state's key, as BullMQ's getJobCounts lists them when none is named.
 ALL_COUNT_TYPES = ("active", "completed", "delayed", "failed", "paused", "prioritized",
                    "waiting", "waiting-children")
-# What getRanges reads: a state, its key's name ("wait") or the repeat zset.
-RANGE_TYPES = frozenset(ALL_COUNT_TYPES) | {"wait", "repeat"}
+# What getJobCounts and getRanges may name: a state, its key's name ("wait") or the
+# repeat zset.
+TYPE_NAMES = frozenset(ALL_COUNT_TYPES) | {"wait", "repeat"}
 PRIORITY_SPAN = 0x100000000   # a prioritized job's score: priority * 2**32 + a counter
 _META_NUMBERS = {"concurrency": "concurrency", "max": "max", "opts.maxLenEvents": "max_len_events"}
 
@@ -72,10 +73,9 @@ class QueueGettersMixin:
     # -- counts -------------------------------------------------------------
     def get_job_count_by_types(self, *types: str) -> int:
         """The number of jobs in all the states named (every state when none is), as
-        BullMQ's ``getJobCountByTypes``: ``"waiting"`` counts the paused list too."""
-        wanted = _types(list(types), ALL_COUNT_TYPES) or list(ALL_COUNT_TYPES)
-        if "waiting" in wanted and "paused" not in wanted:
-            wanted.append("paused")
+        BullMQ's ``getJobCountByTypes``: ``"waiting"`` counts the paused list too,
+        ``"wait"`` the wait list alone."""
+        wanted = _types(list(types), TYPE_NAMES) or list(ALL_COUNT_TYPES)
         return sum(self.get_job_counts(*wanted).values())
 
     def get_waiting_count(self) -> int:
@@ -139,7 +139,7 @@ class QueueGettersMixin:
         newest first unless ``asc``; an id listed twice is kept once. As BullMQ's
         ``getRanges`` (its defaults too: ranks 0 and 1); ``"waiting"`` (or ``"wait"``)
         reads the wait list only and ``"repeat"`` the repeatable jobs' keys."""
-        wanted = _types(types, RANGE_TYPES)
+        wanted = _types(types, TYPE_NAMES)
         check.integer(start, "start", minimum=-check.MAX_INT)
         check.integer(end, "end", minimum=-check.MAX_INT)
         check.boolean(asc, "asc")

@@ -8,8 +8,8 @@ from . import errors
 from . import options as job_options
 from ._job_flow import attach_to_parent
 from ._queue_bulk import BulkQueueMixin
-from ._queue_control import QueueControlMixin
-from ._queue_getters import QueueGettersMixin
+from ._queue_control import QueueControlMixin, with_paused
+from ._queue_getters import TYPE_NAMES, QueueGettersMixin
 from ._queue_limits import LimitsQueueMixin
 from ._queue_repeatable import RepeatableQueueMixin
 from ._queue_schedulers import SchedulerQueueMixin
@@ -208,19 +208,16 @@ class Queue(ConnectionOwner, QueueControlMixin, QueueGettersMixin, QueueWritesMi
         return Job.from_hash(self, job_id, cast("Dict[str, str]", fields)) if fields else None
 
     def get_job_counts(self, *types: str) -> Dict[str, int]:
-        """Counts per state; all of BullMQ's states when no type is named."""
-        wanted = tuple(check.one_of(t, COUNT_TYPES, "types", "job state")
-                       for t in types) or COUNT_TYPES
+        """Counts per state; all of BullMQ's states when no type is named. As BullMQ's
+        ``getJobCounts``: ``"waiting"`` brings ``"paused"`` with it (a paused queue's
+        waiting jobs), ``"wait"`` counts the wait list alone, ``"repeat"`` the legacy
+        repeatable jobs."""
+        wanted = with_paused(check.one_of(t, TYPE_NAMES, "types", "job state")
+                             for t in types) or list(COUNT_TYPES)
         pipe = self.client.pipeline(transaction=False)
         for kind in wanted:
             key = self.keys.key("wait" if kind == "waiting" else kind)
-            if kind in ("waiting", "active", "paused"):
-                pipe.llen(key)
-            elif kind in COUNT_TYPES:
-                pipe.zcard(key)
-            else:
-                raise errors.InvalidArgument(
-                    f"unknown job state {kind!r}; one of {', '.join(COUNT_TYPES)}")
+            (pipe.llen if kind in ("waiting", "wait", "active", "paused") else pipe.zcard)(key)
         return dict(zip(wanted, (int(n) for n in pipe.execute())))
 
     def count(self) -> int:

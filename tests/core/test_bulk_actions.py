@@ -52,7 +52,7 @@ def test_retry_jobs_moves_every_failed_job_back_in_batches(queue, redis_url, r):
     jobs = queue.add_bulk([{"name": "x", "data": {"i": i}} for i in range(7)])
     fail_all(queue, redis_url, 7)
     assert queue.retry_jobs(count=3) == 7
-    assert queue.get_job_counts("failed", "waiting") == {"failed": 0, "waiting": 7}
+    assert queue.get_job_counts("failed", "waiting") == {"failed": 0, "waiting": 7, "paused": 0}
     job = queue.get_job(jobs[0].id)
     assert job.failed_reason is None and job.finished_on is None and job.attempts_made == 1
     waiting = [e for e in events_of(r, queue) if e["event"] == "waiting" and e.get("prev") == "failed"]
@@ -119,7 +119,7 @@ def test_promote_jobs_moves_every_delayed_job_to_wait_in_batches(queue, r):
     urgent = queue.add("x", {"i": 9}, delay=60, priority=2)
     assert queue.promote_jobs(count=2) == 6
     assert queue.get_job_counts("delayed", "waiting", "prioritized") == {
-        "delayed": 0, "waiting": 5, "prioritized": 1}
+        "delayed": 0, "waiting": 5, "prioritized": 1, "paused": 0}
     assert queue.get_job(urgent.id).delay == 0
     assert queue.get_job_state(jobs[0].id) == "waiting"
     promoted = [e for e in events_of(r, queue) if e.get("prev") == "delayed"]
@@ -157,10 +157,10 @@ def test_remove_takes_the_whole_tree_across_queues(flows, queue, other, r):
     every = [n.job for n in node.walk()]
     assert queue.remove(node.job.id) is True
     assert not any(r.exists(j.key) for j in every)
-    assert queue.get_job_counts("waiting", "waiting-children") == {"waiting": 0,
-                                                                   "waiting-children": 0}
-    assert other.get_job_counts("waiting", "waiting-children") == {"waiting": 0,
-                                                                   "waiting-children": 0}
+    assert queue.get_job_counts("waiting", "waiting-children") == {
+        "waiting": 0, "waiting-children": 0, "paused": 0}
+    assert other.get_job_counts("waiting", "waiting-children") == {
+        "waiting": 0, "waiting-children": 0, "paused": 0}
     removed = {e["jobId"] for q in (queue, other) for e in events_of(r, q)
                if e["event"] == "removed"}
     assert removed == {j.id for j in every}

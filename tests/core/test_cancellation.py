@@ -142,7 +142,7 @@ def test_cancellations_racing_the_jobs_end_leave_every_job_finished(queue, redis
         assert worker.close(timeout=10)
     failed = queue.get_jobs(["failed"], 0, -1)
     assert all(job.failed_reason == "race" for job in failed)
-    assert queue.get_job_counts("active", "waiting") == {"active": 0, "waiting": 0}
+    assert queue.get_job_counts("active", "waiting") == {"active": 0, "waiting": 0, "paused": 0}
 
 
 def test_arguments_and_process_mode_are_checked(redis_url, qname):

@@ -78,7 +78,7 @@ def test_retry_one_and_all_failed(queue, redis_url, qname):
     assert queue.get_job_state(jobs[0].id) == "waiting"
     assert sorted(js(redis_url, "retry", qname, "--all-failed")["retried"]) == \
         sorted(j.id for j in jobs[1:])
-    assert queue.get_job_counts("waiting", "failed") == {"waiting": 3, "failed": 0}
+    assert queue.get_job_counts("waiting", "failed") == {"waiting": 3, "failed": 0, "paused": 0}
     cli(redis_url, "retry", qname, code=2)      # neither an id nor --all-failed
 
 

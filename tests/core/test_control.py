@@ -32,7 +32,7 @@ def test_drain_removes_waiting_and_optionally_delayed(queue, r):
     delayed = queue.add("c", {}, delay=60)
     assert queue.drain() == 2
     assert queue.get_job_counts("waiting", "prioritized", "delayed") == \
-        {"waiting": 0, "prioritized": 0, "delayed": 1}
+        {"waiting": 0, "prioritized": 0, "delayed": 1, "paused": 0}
     assert queue.drain(delayed=True) == 1
     assert not r.exists(queue.keys.job(delayed.id))
 

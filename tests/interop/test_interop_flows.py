@@ -300,7 +300,7 @@ def test_python_and_node_upserting_one_id_make_one_series(node, redis_url, names
         third = queue.upsert_job_scheduler("shared", every=0.3, template={"data": {"v": 3}})
         assert third.id == first.id
         assert queue.get_job_schedulers_count() == 1
-        assert queue.get_job_counts("waiting", "delayed") == {"waiting": 1, "delayed": 0}
+        assert queue.get_job_counts("waiting", "delayed") == {"waiting": 1, "delayed": 0, "paused": 0}
         assert queue.get_job(first.id).data == {"v": 3}
         listed = node("getJobSchedulers", queue=name)
         assert [s["key"] for s in listed] == ["shared"]

@@ -263,3 +263,46 @@ def test_a_node_legacy_repeatable_job_runs_on_through_python_and_node_workers(
         listed = queue.get_repeatable_jobs()
         assert [j.key for j in listed] == [key] and listed[0].every == 1.0
         assert queue.remove_repeatable("tick", {"every": 1}) is True
+
+
+def python_waiting_reads(queue: Queue) -> List[Any]:
+    """What ``NODE_WAITING_READS`` asks Node, asked of Python, in the same shape."""
+    def ids(jobs: List[Any]) -> List[str]:
+        return [job.id for job in jobs]
+    return [
+        queue.get_job_counts("waiting"), queue.get_job_counts("wait"),
+        queue.get_job_counts("wait", "repeat"), queue.get_job_counts("waiting", "waiting"),
+        queue.get_job_counts("delayed", "waiting"), queue.get_job_count_by_types("waiting"),
+        queue.get_job_count_by_types("wait"), queue.get_waiting_count(),
+        ids(queue.get_jobs("waiting")), ids(queue.get_jobs(["waiting", "waiting"])),
+        ids(queue.get_jobs("wait")), ids(queue.get_jobs(["paused"])),
+        ids(queue.get_jobs(["waiting"], 0, 0, asc=True)), ids(queue.get_waiting()),
+    ]
+
+
+NODE_WAITING_READS = [
+    ("getJobCounts", "waiting"), ("getJobCounts", "wait"), ("getJobCounts", "wait", "repeat"),
+    ("getJobCounts", "waiting", "waiting"), ("getJobCounts", "delayed", "waiting"),
+    ("getJobCountByTypes", "waiting"), ("getJobCountByTypes", "wait"), ("getWaitingCount",),
+    ("getJobs", "waiting"), ("getJobs", ["waiting", "waiting"]), ("getJobs", "wait"),
+    ("getJobs", ["paused"]), ("getJobs", ["waiting"], 0, 0, True), ("getWaiting",),
+]
+
+
+def test_a_paused_queues_waiting_jobs_read_as_node_reads_them(node, redis_url, namespace):
+    """"waiting" names the paused list too (a paused queue keeps its waiting jobs
+    there), "wait" the wait list alone, in counts and in job lists, paused or not."""
+    qname = f"waiting-{namespace}"
+    with Queue(qname, connection=redis_url) as queue:
+        queue.add("p1"), queue.add("p2", delay=60)
+        node_calls(node, qname, ("add", "n1", {}, {}))
+        queue.add("p3")
+        running = python_waiting_reads(queue)
+        assert running[0] == {"waiting": 3, "paused": 0}
+        assert node_calls(node, qname, *NODE_WAITING_READS) == running
+        node("pause", queue=qname)
+        paused = python_waiting_reads(queue)
+        assert paused[0] == {"waiting": 0, "paused": 3} and len(paused[-1]) == 3
+        assert node_calls(node, qname, *NODE_WAITING_READS) == paused
+        queue.resume()
+        assert python_waiting_reads(queue) == running

@@ -71,7 +71,7 @@ def test_what_cannot_run_in_a_child_is_refused_up_front(q, redis_url):
     with pytest.raises(errors.InvalidArgument, match="no_such_module"):
         Worker(q.name, "no_such_module:fn", connection=redis_url, processes=1)
     assert q.get_job_counts("waiting", "active", "completed") == \
-        {"waiting": 0, "active": 0, "completed": 0}
+        {"waiting": 0, "active": 0, "completed": 0, "paused": 0}
 
 
 def test_an_exception_crosses_back_with_the_childs_traceback(q, events, redis_url):

@@ -90,7 +90,7 @@ def test_poison_jobs_fail_alone_and_normal_jobs_complete(queue: Queue, r: redis.
         stored = queue.get_job(job_id)
         assert stored is not None and reason in (stored.failed_reason or ""), (job_id, stored)
         assert reason in failed.get(job_id, ""), (job_id, failed.get(job_id))
-    assert queue.get_job_counts("active", "waiting") == {"active": 0, "waiting": 0}
+    assert queue.get_job_counts("active", "waiting") == {"active": 0, "waiting": 0, "paused": 0}
 
 
 def test_get_job_shows_what_is_wrong(queue: Queue, r: redis.Redis) -> None:
@@ -145,8 +145,8 @@ def test_a_stored_keep_count_written_as_a_float_is_honoured(queue: Queue, r: red
     for job in jobs:
         r.hset(queue.keys.job(job.id), "opts", '{"attempts": 1, "removeOnComplete": 2.0}')
     with Worker(queue.name, lambda job: job.data["i"], connection=redis_url):
-        wait_until(lambda: queue.get_job_counts("active", "waiting") == {"active": 0,
-                                                                         "waiting": 0},
+        wait_until(lambda: queue.get_job_counts("active", "waiting") == {
+            "active": 0, "waiting": 0, "paused": 0},
                    timeout=10, what="every job written")
     assert sorted(r.zrange(queue.keys.completed, 0, -1)) == sorted(j.id for j in jobs[2:])
 

@@ -38,7 +38,7 @@ def run_all(queue: Queue, redis_url: str, cases: Dict[str, Tuple[str, Any, bool]
     worker = Worker(queue.name, handler, connection=redis_url, concurrency=4).start()
     try:
         wait_until(lambda: queue.get_job_counts("active", "waiting", "prioritized")
-                   == {"active": 0, "waiting": 0, "prioritized": 0}, timeout=30,
+                   == {"active": 0, "waiting": 0, "prioritized": 0, "paused": 0}, timeout=30,
                    what="every job ended")
     finally:
         closed = worker.close(timeout=5)
