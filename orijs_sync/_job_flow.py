@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 
 from . import errors
 from .base.util import loads, now_ms
-from .store.cluster import as_dict
+from .store.connection import as_fields
 
 DEPENDENCY_TYPES = ("processed", "unprocessed", "ignored", "failed")
 PARENT_FLAGS = {"fpof": "fail_parent_on_failure", "cpof": "continue_parent_on_failure",
@@ -119,9 +119,9 @@ class FlowJobMixin:
             pipe.hscan(self._flow_key("failed"), 0, count=count)
             pipe.zrange(self._flow_key("unsuccessful"), 0, count - 1)
             (_, processed), (_, unprocessed), (_, ignored), failed = pipe.execute()
-            processed = dict(list(as_dict(processed).items())[:count])
+            processed = dict(list(as_fields(processed).items())[:count])
             unprocessed = list(unprocessed)[:count]
-            ignored = dict(list(as_dict(ignored).items())[:count])
+            ignored = dict(list(as_fields(ignored).items())[:count])
         return {"processed": {key: loads(value) for key, value in processed.items()},
                 "unprocessed": sorted(unprocessed),
                 "ignored": dict(ignored),

@@ -28,13 +28,18 @@ from .engine.local import LOCAL, server_of
 from .keys import QueueKeys
 from .store.cluster import check_queue
 from .store.connect import as_connection
-from .store.connection import ConnectionLike
+from .store.connection import ConnectionLike, as_fields, entry_event
 from .waits.event_entry import UNKNOWN_RUN, QueueEvent, settle_from_event, stream_id
 from .waits.event_tailer import Tailer
-from .waits.expect import REST, Expectations
+from .waits.expect import REST, Expectations, rest_left
 from .waits.futures import result_or_named_timeout, settle, wait_timeout
 
 __all__ = ["QueueEvent", "QueueEvents"]
+
+OUTCOMES = frozenset(("completed", "failed"))
+# on's listeners by event, on_event's listeners, _follow's listeners by event
+Wanted = Tuple[Dict[str, Tuple[Callable[..., Any], ...]], Tuple[Callable[[QueueEvent], Any], ...],
+               Dict[str, Tuple[Callable[[QueueEvent], Any], ...]]]
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +77,7 @@ class QueueEvents:
         self.client = self.connection.client
         self.block_timeout = block_timeout
         self._last_event_id = last_event_id
-        self._lock = threading.Lock()   # guards _streams, _listeners, _waiters, _generation...
+        self._lock = threading.Lock()   # guards _streams, _wanted (its writes), _waiters, _generation...
         self._changed = threading.Condition(self._lock)   # streams added, positions advanced
         self._streams: Dict[str, Tuple[str, str]] = {}        # stream key -> (queue, last id)
         self._starts: Dict[str, Tuple[int, int]] = {}         # stream key -> read after this id
@@ -81,10 +86,10 @@ class QueueEvents:
         self._added = 0             # streams ever added (deals out the shards)
         self._generation = 0        # bumped by add_queue; each tailer notes what it has read
         self._seen_generation: Dict[int, int] = {}            # by shard
-        self._listeners: Dict[str, List[Callable[..., Any]]] = {}
-        self._raw_listeners: List[Callable[[QueueEvent], Any]] = []
-        # _follow's listeners, by the events they take: they never keep the thread awake
-        self._followers: Dict[str, List[Callable[[QueueEvent], Any]]] = {}
+        # who wants which events: (on's listeners by event, on_event's, _follow's by event;
+        # _follow's never keep the thread awake). Replaced whole under _lock, never changed
+        # in place: the events thread reads it once per entry without the lock.
+        self._wanted: Wanted = ({}, (), {})
         self._catching_up = 0       # catch_up calls under way
         # told of outcomes written by this process's workers when written (see _local);
         # the same event comes again from the stream
@@ -257,22 +262,27 @@ class QueueEvents:
         check.function(fn, "fn")
         self.resume_after_fork()
         with self._lock:
-            self._listeners.setdefault(event, []).append(fn)
+            by_event, raw, followers = self._wanted
+            self._wanted = ({**by_event, event: (*by_event.get(event, ()), fn)}, raw, followers)
         self._wake_rest()
         return fn
 
     def off(self, event: str, fn: Callable[..., Any]) -> None:
         """Remove a listener added with ``on`` (nothing when it is not there)."""
         with self._lock:
-            if fn in self._listeners.get(event, []):
-                self._listeners[event].remove(fn)
+            by_event, raw, followers = self._wanted
+            if fn in by_event.get(event, ()):
+                left = list(by_event[event])
+                left.remove(fn)
+                self._wanted = ({**by_event, event: tuple(left)}, raw, followers)
 
     def on_event(self, fn: Callable[[QueueEvent], Any]) -> Callable[[QueueEvent], Any]:
         """``fn(event)`` for every event of every watched queue (a ``QueueEvent``)."""
         check.function(fn, "fn")
         self.resume_after_fork()
         with self._lock:
-            self._raw_listeners.append(fn)
+            by_event, raw, followers = self._wanted
+            self._wanted = (by_event, (*raw, fn), followers)
         self._wake_rest()
         return fn
 
@@ -283,9 +293,13 @@ class QueueEvents:
         it sooner."""
         check.function(fn, "fn")
         self.resume_after_fork()
+        names = [check.string(name, "events") for name in events]
         with self._lock:
-            for name in events:
-                self._followers.setdefault(check.string(name, "events"), []).append(fn)
+            by_event, raw, followers = self._wanted
+            followers = dict(followers)
+            for name in names:
+                followers[name] = (*followers.get(name, ()), fn)
+            self._wanted = (by_event, raw, followers)
 
     # -- resting (see _expect) -----------------------------------------------
     def _expect(self, owner: Any, jobs: Sequence[Tuple[str, str]]) -> None:
@@ -315,11 +329,11 @@ class QueueEvents:
         sooner. None: it may not; True: woken before the end; False: rested ``REST``."""
         tailer.woken.clear()       # before the check: a wake from now on ends the rest
         with self._lock:
-            if self._catching_up or self._raw_listeners or any(self._listeners.values()):
+            if self._catching_up or self._wanted[1] or any(self._wanted[0].values()):
                 return None
         if not self._expectations.covered():
             return None
-        return tailer.woken.wait(REST)
+        return tailer.woken.wait(rest_left(tailer.shard, time.monotonic(), REST))
 
     def _deliver(self, stream: str, entries: List[Tuple[str, Dict[str, str]]]) -> None:
         """Entries read from ``stream``, in order: an outcome settles its waiters, each
@@ -329,23 +343,22 @@ class QueueEvents:
             queue = self._streams.get(stream, (None, None))[0]
         if queue is None or not entries:
             return
-        for entry_id, flat in entries:
+        for entry_id, fields in entries:
             if self._stop.is_set():
                 return          # closed (perhaps by a listener on this thread)
-            name = flat.get("event", "")
-            listeners: List[Callable[..., Any]] = []
-            raw: List[Callable[[QueueEvent], Any]] = []
-            if self._listeners or self._raw_listeners or self._followers:   # (hints: read
-                with self._lock:                                              # again locked)
-                    listeners = list(self._listeners.get(name, ()))
-                    raw = self._raw_listeners + self._followers.get(name, [])
-            outcome = name in ("completed", "failed") and "jobId" in flat
-            if not (outcome or listeners or raw):
-                continue
+            name = entry_event(fields)
+            by_event, raw, followers = self._wanted
+            listeners = by_event.get(name, ())
+            also = followers.get(name, ())
+            outcome = name in OUTCOMES
+            if not (outcome or listeners or raw or also):
+                continue        # most entries, while nothing but waiters reads them
+            flat = as_fields(fields)
+            outcome = outcome and "jobId" in flat
             ev = QueueEvent(queue, name, flat.get("jobId"), flat, entry_id)
             if outcome:
                 self._settle_waiters(ev)
-            for fn in raw:
+            for fn in (*raw, *also):
                 self._call(fn, ev)
             if listeners:
                 value = ev.value

@@ -322,7 +322,10 @@ class CompletionTracker:
         """On the events thread: settle whoever waits on the job."""
         if ev.event not in ("completed", "failed", "removed") or ev.job_id is None:
             return
-        outcome: Any
+        if not (self._job_ids.get(ev.queue, {}).get(ev.job_id) or self._unmapped.get(ev.queue)):
+            return      # (hints, read again locked below) nobody here waits on this job:
+                        # most events, in a process that emits to many queues
+        outcome: Any = None
         if ev.event == "completed":
             outcome = ev.value
         elif ev.event == "failed":

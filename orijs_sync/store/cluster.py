@@ -360,8 +360,7 @@ class NodeStreams:
             self._pending[name] = False
             if isinstance(reply, dict):     # RESP3 answers a map
                 reply = list(reply.items())
-            replies += [(stream, [(entry_id, as_dict(fields)) for entry_id, fields in entries])
-                        for stream, entries in reply or ()]
+            replies += list(reply or ())      # fields as sent: see as_fields
         return replies
 
     def _reset(self) -> None:
@@ -379,13 +378,6 @@ class NodeStreams:
 
     def close(self) -> None:
         self._reset()
-
-
-def as_dict(fields: Any) -> Dict[str, str]:
-    """A hash reply as a dict: a cluster pipeline leaves ``HSCAN``'s flat list as is."""
-    if isinstance(fields, dict):
-        return fields
-    return dict(zip(fields[::2], fields[1::2]))
 
 
 class _PrimaryConnection(SentinelManagedConnection):

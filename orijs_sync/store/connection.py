@@ -391,16 +391,16 @@ class BlockingClient:
         return list(reply) if reply else None
 
     def xread(self, streams: Mapping[str, str], block_ms: int,
-              count: int) -> List[Tuple[str, List[Tuple[str, Dict[str, str]]]]]:
-        """``XREAD COUNT .. BLOCK .. STREAMS``: each stream's entries, their fields as
-        dicts (RESP2's nested lists and RESP3's map alike)."""
+              count: int) -> List[Tuple[str, List[Tuple[str, Any]]]]:
+        """``XREAD COUNT .. BLOCK .. STREAMS``: each stream's entries, their fields as Redis
+        sent them (a flat list, or a map in RESP3): most entries are looked at for their
+        event alone (``entry_event``), and only those wanted are made dicts
+        (``as_fields``)."""
         reply = self.call("XREAD", "COUNT", count, "BLOCK", block_ms, "STREAMS",
                           *streams.keys(), *streams.values())
         if not reply:
             return []
-        pairs = reply.items() if isinstance(reply, dict) else reply
-        return [(stream, [(entry_id, _fields(flat)) for entry_id, flat in entries])
-                for stream, entries in pairs]
+        return list(reply.items()) if isinstance(reply, dict) else reply
 
     def call(self, *command: Any) -> Any:
         """One command on this client's one connection, its reply as parsed off the wire:
@@ -457,13 +457,22 @@ class BlockingClient:
         self.client.connection_pool.disconnect()
 
 
-def _fields(flat: Any) -> Dict[str, str]:
-    """A stream entry's fields: a flat list (RESP2), a map (RESP3), or none (deleted)."""
-    if not flat:
+def as_fields(raw: Any) -> Dict[str, str]:
+    """A stream entry's (or a hash's) fields as a dict: from a flat list (RESP2, or a
+    cluster pipeline's ``HSCAN``), a map (RESP3), or none (a deleted entry)."""
+    if not raw:
         return {}
-    if isinstance(flat, dict):
-        return dict(flat)
-    return dict(zip(flat[::2], flat[1::2]))      # replies are decoded (decode_responses)
+    if isinstance(raw, dict):
+        return raw
+    return dict(zip(raw[::2], raw[1::2]))      # replies are decoded (decode_responses)
+
+
+def entry_event(raw: Any) -> str:
+    """A stream entry's ``event`` field, without making a dict of it (BullMQ writes that
+    field first): an events thread looks at every entry, and wants few."""
+    if raw and not isinstance(raw, dict) and raw[0] == "event":
+        return str(raw[1])
+    return as_fields(raw).get("event", "")
 
 
 def _drop(conn: Any) -> None:

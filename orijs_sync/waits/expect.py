@@ -22,6 +22,19 @@ from ..engine.local import LOCAL
 from ..keys import QueueKeys
 
 REST = 0.5      # seconds between reads of a resting events thread
+SLOTS = 16      # resting threads read in turn: thread n in slot n % SLOTS of each REST
+
+
+def rest_left(shard: int, now: float, rest: float = REST) -> float:
+    """The seconds until ``shard``'s thread's next turn to read while resting (every
+    ``rest`` seconds). The threads of a QueueEvents start together; resting as long
+    each, they would read together, and their reads (each over many streams) would hold
+    Redis and the interpreter for several milliseconds in a row every ``rest``, delaying
+    whatever this process does then (an ``emit`` waited on). In turns, one at a time."""
+    phase = rest * (shard % SLOTS) / SLOTS
+    left = rest - (now - phase) % rest
+    return left if left > 0.001 else rest
+
 
 Cover = Tuple[str, str]     # (queue marker key, job id)
 

@@ -2,6 +2,8 @@
 fetch did not happen without waiting for a window in which it might have."""
 from __future__ import annotations
 
+from typing import List
+
 from orijs_sync import Worker
 
 
@@ -14,3 +16,14 @@ def waits_on_marker(worker: Worker) -> bool:
     assert engine is not None
     with engine._cv:
         return id(worker) in engine._drain and id(worker) not in engine._ready
+
+
+def drain_ends(workers: List[Worker]) -> List[float]:
+    """When each waiting worker's drain delay ends (monotonic seconds): its next look."""
+    ends = []
+    for worker in workers:
+        engine = worker._engine
+        assert engine is not None
+        with engine._cv:
+            ends.append(engine._drain[id(worker)])
+    return ends

@@ -11,7 +11,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-from typing import Any, Iterator, List
+import time
+from typing import Any, Iterator, List, Tuple
 
 import pytest
 
@@ -181,3 +182,45 @@ def test_a_workflow_run_here_leaves_the_thread_resting(redis_url, namespace, r):
         before = xreads(r)
         assert [provider.execute(wf, {}).result(timeout=20) for _ in range(10)] == [first] * 10
         assert xreads(r) - before <= 6          # as for emit, above
+
+
+def test_resting_threads_read_in_turns(redis_url, namespace, r, monkeypatch):
+    """Sixteen events threads (one stream each here), all resting while entries keep
+    coming: each reads in its own slot of the rest, one at a time. Resting as long from
+    the same start, they read together, each over its streams: with a thousand queues
+    that held Redis and the process for milliseconds in a row, every half second."""
+    rest = 1.6
+    monkeypatch.setattr(queue_events_module, "REST", rest)
+    monkeypatch.setattr(queue_events_module, "SHARD_SIZE", 1)
+    names = [f"{namespace}-turns{i}" for i in range(16)]
+    reads: List[Tuple[float, str]] = []
+    deliver = QueueEvents._deliver
+
+    def counted(self: Any, stream: str, entries: Any) -> None:
+        reads.append((time.monotonic(), stream))
+        deliver(self, stream, entries)
+    monkeypatch.setattr(QueueEvents, "_deliver", counted)
+    stop = threading.Event()
+
+    def write() -> None:        # every stream gets entries all along
+        while not stop.wait(0.02):
+            pipe = r.pipeline(transaction=False)
+            for name in names:
+                pipe.xadd(f"bull:{name}:events", {"event": "progress", "jobId": "1"})
+            pipe.execute()
+    writer = threading.Thread(target=write)
+    with QueueEvents(names, redis_url) as events:
+        assert len(events._tailers) == 16
+        writer.start()
+        try:
+            started = time.monotonic()
+            time.sleep(3 * rest)
+        finally:
+            stop.set()
+            writer.join(10)
+    # past the first reads (each thread reads at once when it starts), the reads of
+    # two rests: no 20 ms holds the reads of more than a few threads
+    later = sorted(t for t, _ in reads if started + rest <= t <= started + 3 * rest)
+    assert len(later) >= 16
+    crowd = max(sum(1 for t in later if first <= t < first + 0.02) for first in later)
+    assert crowd <= 4, f"{crowd} threads read within 20 ms"
