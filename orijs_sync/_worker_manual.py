@@ -160,7 +160,7 @@ class ManualTaker:
     def take_one(self, token: str) -> Tuple[Optional["Job"], int, int]:
         """One moveToActive call taking at most one job, locked with ``token``."""
         w = self.w
-        keys, args = w._fetch_call(1, token)
+        keys, args, _ = w._fetch_call(1, token)
         jobs, ttl, next_delayed = w._fetch_reply(w.scripts.run("moveToActive", keys, args))
         self.said_ready()
         if jobs:

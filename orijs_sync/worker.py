@@ -383,6 +383,14 @@ class Worker(RunMixin, EventsMixin, ManualMixin, CancelMixin, RateLimitMixin):
         if engine is not None:
             engine.changed(self, by_redis=by_redis)
 
+    def _look_again(self) -> None:
+        """The fetcher looks at this queue now, without a call to Redis to wake it: a
+        take whose reply may be lost is taken back by that look (see ``LostTakes``)."""
+        engine = self._engine
+        if engine is not None:
+            engine.set_due(self, time.monotonic())
+            engine.changed(self, by_redis=False)
+
     def _can_fetch(self) -> bool:
         """It may take a job now (the engine then also waits on its queue's marker)."""
         return not self._stop_fetching() and not self._paused and self._free > 0
@@ -418,15 +426,21 @@ class Worker(RunMixin, EventsMixin, ManualMixin, CancelMixin, RateLimitMixin):
             self._tell_engine()
 
     def _move_to_active(self, count: int) -> "tuple[List[Job], int, int]":
-        return self._fetch_reply(self._run_hot_script("moveToActive", *self._fetch_call(count)))
+        keys, args, opts = self._fetch_call(count)
+        try:
+            reply = self._run_hot_script("moveToActive", keys, args)
+        except errors.OrijsError:      # it may have run, its reply lost: see LostTakes
+            self._runner.lost.failed(opts, count)
+            raise
+        return self._fetch_reply(reply)
 
-    def _fetch_call(self, count: int,
-                    token: Optional[str] = None) -> "tuple[List[str], List[Any]]":
-        """Keys and arguments of the moveToActive call taking up to ``count`` jobs (with
-        ``token``: one, locked with it)."""
+    def _fetch_call(self, count: int, token: Optional[str] = None,
+                    ) -> "tuple[List[str], List[Any], Dict[str, Any]]":
+        """Keys, arguments and take options of the moveToActive call taking up to
+        ``count`` jobs (with ``token``: one, locked with it)."""
         k = self.keys
-        return ([k.wait, k.active, k.marker],
-                [k.base, now_ms(), script_json(self._runner.fetch_opts(count, token)), count])
+        opts = self._runner.fetch_opts(count, token)
+        return ([k.wait, k.active, k.marker], [k.base, now_ms(), script_json(opts), count], opts)
 
     def _fetch_reply(self, reply: Any) -> "tuple[List[Job], int, int]":
         jobs_raw, ttl, next_delayed = reply

@@ -68,19 +68,22 @@ class Fetcher(Role):
     def _fetch_many(self, takes: List[Tuple["Worker", int]]) -> None:
         """One pipelined round trip takes jobs for many queues (e.g. those whose
         markers fired together)."""
+        calls = [w._fetch_call(taken) for w, taken in takes]
         try:
-            replies = self.e.scripts.run_many([("moveToActive", *w._fetch_call(taken))
-                                               for w, taken in takes])
+            replies = self.e.scripts.run_many([("moveToActive", keys, args)
+                                               for keys, args, _ in calls])
         except BaseException:
-            for w, taken in takes:
+            for (w, taken), (_, _, opts) in zip(takes, calls):
+                w._runner.lost.failed(opts, taken)    # it may have run: see LostTakes
                 self._failed(w, taken)
             raise
-        for (w, taken), reply in zip(takes, replies):
+        for (w, taken), (_, _, opts), reply in zip(takes, calls, replies):
             try:
                 if isinstance(reply, Exception):
                     raise reply
                 self._took(w, taken, *w._fetch_reply(reply))
             except Exception as exc:  # noqa: BLE001 - this queue's error; the others go on
+                w._runner.lost.failed(opts, taken)
                 self._failed(w, taken)
                 log.warning("worker %s: taking jobs failed: %s", w.name, exc)
                 w._emit("error", exc)

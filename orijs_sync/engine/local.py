@@ -184,8 +184,11 @@ class Handing:
             worker._handed(taken[i] if i < len(taken) else [])
 
     def cancel(self) -> None:
-        for worker in self.workers:
+        """The call failed: it may have run, its reply lost (see ``LostTakes``)."""
+        for worker, take in zip(self.workers, self.takes):
+            worker._runner.lost.failed(take, 1)
             worker._give_back_slots(1)
+            worker._look_again()
 
 
 def _add(lock: threading.Lock, table: Dict[Any, List[Any]], key: Any, item: Any) -> None:

@@ -22,6 +22,7 @@ from .children import trace_text
 from .job_log import WORKER_LOG, job_extra, log_completed, log_failure
 from .local import LOCAL
 from .locks import write_through_blip
+from .lost_takes import LostTakes
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..worker import Worker
@@ -136,6 +137,7 @@ class JobRunner:
         self.w = worker
         self.keys = worker.keys
         self._tokens = Counter()
+        self.lost = LostTakes()        # token ranges of takes whose reply may be lost
 
     def run_script(self, name: str, keys: List[str], args: List[Any],
                    until: Optional[float] = None) -> Any:
@@ -154,6 +156,7 @@ class JobRunner:
         opts: Dict[str, Any] = {"lockDuration": self.w.lock_duration_ms}
         if token is None:
             opts.update(tokenBase=f"{self.w.id}:", tokenStart=self._tokens.take(count))
+            self.lost.include(opts, count)
         else:
             opts["fixedToken"] = token
         if self.w.limiter:
@@ -314,11 +317,7 @@ class JobRunner:
         (and one for ``parent``: see finish); ``token``: the lock token of a manual
         caller, held by the outcome's job and given to the next one."""
         k = self.keys
-        opts = self.fetch_opts(fetch, token)
-        if self.w.max_metrics_points:
-            opts["maxMetricsSize"] = self.w.max_metrics_points
-        if parent is not None:
-            opts["parent"] = dict(parent._runner.fetch_opts(1), qk=parent.keys.base)
+        opts = self._finish_opts(fetch, token, parent)
         engine = self.w._engine
         mark = engine.mark() if engine is not None and fetch else None
         stamp = now_ms()
@@ -329,16 +328,51 @@ class JobRunner:
                 kept = self.w.remove_on_complete if o.target == "completed" else self.w.remove_on_fail
             args += [o.job.id, o.job.token if token is None else token, o.target, o.value,
                      script_json(o.fields), script_json(keep_jobs(kept)), o.job.attempts]
-        return FinishCall([k.active, k.events, k.meta, k.stalled], args, stamp, fetch, mark)
+        return FinishCall([k.active, k.events, k.meta, k.stalled], args, stamp, fetch, mark,
+                          opts, parent)
+
+    def _finish_opts(self, fetch: int, token: Optional[str],
+                     parent: "Optional[Worker]") -> Dict[str, Any]:
+        opts = self.fetch_opts(fetch, token)
+        if self.w.max_metrics_points:
+            opts["maxMetricsSize"] = self.w.max_metrics_points
+        if parent is not None:
+            opts["parent"] = dict(parent._runner.fetch_opts(1), qk=parent.keys.base)
+        return opts
+
+    def _failed_try(self, call: "FinishCall") -> None:
+        """A try of ``call`` failed: it may have run, its reply lost, with jobs taken for
+        this worker (and the parent's): kept to be taken back (see ``LostTakes``)."""
+        self.lost.failed(call.opts, call.fetch)
+        if call.parent is not None:
+            call.parent._runner.lost.failed(call.opts["parent"], 1)
+
+    def _write(self, call: "FinishCall", until: float, failed_before: bool) -> Any:
+        """Run ``call`` through a Redis blip (see ``run_script``). A try after a failed
+        one takes new tokens and takes back what the failed one may have taken."""
+        failed = [failed_before]
+        if failed_before:
+            self._failed_try(call)
+
+        def attempt() -> Any:
+            if failed[0]:
+                call.opts = self._finish_opts(call.fetch, None, call.parent)
+                call.args[3] = script_json(call.opts)
+            try:
+                return self.w._run_hot_script("moveToFinished", call.keys, call.args)
+            except errors.ConnectionError:
+                self._failed_try(call)
+                failed[0] = True
+                raise
+        return write_through_blip(attempt, self.w.lock_duration_ms / 1000.0, until)
 
     def _finish(self, outcomes: Sequence[Outcome], fetch: int,
                 sent: Optional[Tuple["FinishCall", Any]] = None,
                 parent: "Optional[Worker]" = None) -> List[Job]:
         call, reply = sent if sent is not None else (
             self.finish_call(outcomes, fetch, parent), None)
-        if reply is None:       # not sent, or its pipeline failed (it may have run: the same
-            reply = self.run_script("moveToFinished", call.keys, call.args,  # call, told apart)
-                                    until=min(o.give_up_at for o in outcomes))
+        if reply is None:       # not sent, or its pipeline failed (it may have run: told apart)
+            reply = self._write(call, min(o.give_up_at for o in outcomes), sent is not None)
         elif isinstance(reply, BaseException):
             raise reply
         codes, jobs, parent_jobs, ttl, next_delayed = cast(
@@ -392,6 +426,8 @@ class FinishCall:
     stamp: int
     fetch: int
     mark: Optional[Tuple[int, int]] = None   # Engine.mark() before it was sent, when it fetches
+    opts: Dict[str, Any] = field(default_factory=dict)    # the takes' (args[3], as sent)
+    parent: "Optional[Worker]" = None
 
 
 # Error replies that speak of the server's state, not of the job being written: the

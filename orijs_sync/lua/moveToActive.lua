@@ -8,7 +8,8 @@
           fixedToken (the caller's own token, for one job), lockDuration,
           limiter = {max, duration}?, name?, children? (also return each job's
           processed children), limited? (a worker without a limiter that hit a
-          manual rate limit: the limiter key's ttl holds it back)}
+          manual rate limit: the limiter key's ttl holds it back), lost? (token
+          ranges of calls whose reply was lost: their jobs are taken first)}
   ARGV[4] how many jobs at most
   Returns {jobs, rateLimitTtl, nextDelayedTimestamp}; jobs is a list of
   {fields, jobId, token, children} (children: the processed hash as a flat

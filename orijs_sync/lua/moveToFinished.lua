@@ -13,7 +13,8 @@
           metrics: see includes/metrics) and parent? = {qk, and the same options of
           another worker}: when a finished job makes its parent ready in queue qk,
           one job of qk is taken for that worker too (the parent, unless older jobs
-          wait there), so the parent's worker is not woken to take it
+          wait there), so the parent's worker is not woken to take it; also when
+          parent.lost is set (that worker's jobs of a lost reply: see takeLost)
   ARGV[5] how many jobs to finish (n), then 7 arguments per job:
           job id, token, "completed" | "failed", return value (JSON text) or
           failed reason, JSON list of job fields to set, JSON keepJobs
@@ -49,7 +50,7 @@ if #jobs == 0 and not jobsWaiting(qk) and rcall("LLEN", KEYS[1]) == 0 then
 end
 local parentJobs = {}
 local parent = opts["parent"]
-if parent and parentsMadeReady[parent["qk"]] then
+if parent and (parentsMadeReady[parent["qk"]] or parent["lost"]) then
   parentJobs = takeJobs(parent["qk"], timestamp, parent, 1)
 end
 return {codes, jobs, parentJobs, ttl, nextDelayed}

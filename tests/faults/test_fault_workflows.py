@@ -15,6 +15,7 @@ import redis
 from fault_helpers import MARGIN, RECOVERY, Raised, Runs, ScheduleRun, make_schedule
 
 from orijs_sync import Queue, errors
+from orijs_sync.testing import wait_until
 from orijs_sync.workflows import BullMQWorkflowProvider, Workflow
 from orijs_sync.workflows.handle import FlowHandle
 
@@ -100,6 +101,15 @@ def test_workflows_through_network_faults(proxy, proxied_url, redis_url, namespa
 
         # Every handle settles within its timeout + the stall interval (+ margin).
         bound = FLOW_TIMEOUT + STALL + MARGIN
+
+        def where(n: int) -> dict:
+            """A late handle's flow: the handle, and its jobs' states in Redis."""
+            flow_id, handle = f"flow-{n}", executions[n].handle
+            out = {"done": handle is not None and handle.done(),
+                   flow_id: flows_q.get_job_state(flow_id)}
+            for name in STEPS:
+                out[name] = steps_q.get_job_state(f"{flow_id}-step-{name}")
+            return out
         for record in executions:
             if record.handle is None:
                 continue
@@ -111,12 +121,18 @@ def test_workflows_through_network_faults(proxy, proxied_url, redis_url, namespa
                 raise
             except Exception as exc:  # noqa: BLE001
                 raised.add(f"handle #{record.n}.result()", exc)
+        # A done-callback runs on the provider's callback thread, a moment after result()
+        # returned: those of the settled handles run before the times are read.
+        wait_until(lambda: all(r_.settled_after is not None for r_ in executions
+                               if r_.handle is not None and r_.handle.done()), 10,
+                   "the done-callbacks of the settled handles")
         late = [(r_.n, r_.settled_after and round(r_.settled_after, 1)) for r_ in executions
                 if r_.handle is not None and (r_.settled_after is None
                                               or r_.settled_after > bound)]
         assert late == [], f"{len(late)} of {len(executions)} handles (timeout " \
                            f"{FLOW_TIMEOUT}s + stall {STALL}s) not settled within {bound}s " \
-                           f"(n, seconds; None: not yet): {late[:8]}; faults: {timeline}"
+                           f"(n, seconds; None: not yet): {late[:8]}; " \
+                           f"{[where(n) for n, _ in late[:3]]}; faults: {timeline}"
 
         # Every workflow whose add succeeded completes; nothing is left in the queues.
         # (execute() adds the flow after it returns: an add that failed fails the handle

@@ -101,12 +101,51 @@ local function fetchNextJob(qk, timestamp, opts)
   return {0, 0, 0, getNextDelayedTimestamp(qk .. "delayed") or 0}
 end
 
+-- Whether a lock token is one of opts.lost: {{tokenStart, count}, ...} of opts.tokenBase,
+-- the tokens of this worker's calls whose reply never came back.
+local function lostToken(opts, lock)
+  local base = opts["tokenBase"]
+  if not lock or string.sub(lock, 1, #base) ~= base then return false end
+  local n = tonumber(string.sub(lock, #base + 1))
+  if not n then return false end
+  for _, range in ipairs(opts["lost"]) do
+    if n >= range[1] and n < range[1] + range[2] then return true end
+  end
+  return false
+end
+
+-- A call that took jobs may have run with its reply lost (the connection dropped):
+-- those jobs sit in active under a lock nobody renews. Up to `wanted` of them are
+-- taken again, each locked with this call's own token (so no later call finds it
+-- again), before any new job. Takes push to active's head: the newest
+-- LOST_SCAN entries are looked at.
+local LOST_SCAN = 10000
+local function takeLost(qk, opts, wanted, jobs)
+  for _, jobId in ipairs(rcall("LRANGE", qk .. "active", 0, LOST_SCAN - 1)) do
+    if #jobs >= wanted then return end
+    local jobKey = qk .. jobId
+    if lostToken(opts, rcall("GET", jobKey .. ":lock")) then
+      local token = tokenAt(opts, #jobs + 1)
+      rcall("SET", jobKey .. ":lock", token, "PX", opts["lockDuration"])
+      local children = {}
+      if opts["children"] then
+        children = rcall("HGETALL", jobKey .. ":processed")
+      end
+      table.insert(jobs, {rcall("HGETALL", jobKey), jobId, token, children})
+    end
+  end
+end
+
 -- Takes up to `wanted` jobs, each locked with its own token (see tokenAt), stopping
--- at the first take that leaves nothing waiting. Returns the jobs ({fields, jobId,
--- token, children} each), the rate limit ttl and the next delayed timestamp.
+-- at the first take that leaves nothing waiting; the jobs of lost replies first
+-- (opts.lost: see takeLost). Returns the jobs ({fields, jobId, token, children}
+-- each), the rate limit ttl and the next delayed timestamp.
 local function takeJobs(qk, timestamp, opts, wanted)
   local jobs = {}
-  for i = 1, wanted do
+  if opts["lost"] then
+    takeLost(qk, opts, wanted, jobs)
+  end
+  for i = #jobs + 1, wanted do
     opts["token"] = tokenAt(opts, i)
     local result = fetchNextJob(qk, timestamp, opts)
     if result[2] == 0 then
