@@ -389,7 +389,7 @@ class Worker(RunMixin, EventsMixin, ManualMixin, CancelMixin, RateLimitMixin):
         engine = self._engine
         if engine is not None:
             engine.set_due(self, time.monotonic())
-            engine.changed(self, by_redis=False)
+            self._tell_engine(by_redis=False)
 
     def _can_fetch(self) -> bool:
         """It may take a job now (the engine then also waits on its queue's marker)."""

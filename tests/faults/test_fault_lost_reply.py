@@ -31,6 +31,12 @@ def _cut_once_taken(proxy, r: redis.Redis, lock_key: str) -> None:
     proxy.set_latency(0)
 
 
+def _completes(queue: Queue, job_id: str, how: str) -> None:
+    """Job ``job_id``, taken by ``how``, completes long before its lock would expire."""
+    wait_until(lambda: queue.get_job_state(job_id) == "completed", LOCK / 4,
+               f"job {job_id}, {how}, to complete")
+
+
 def _worker(qname: str, url: str, handler, events: List[str], drain_delay: float = 1) -> Worker:
     worker = Worker(qname, handler, connection=url, concurrency=1, lock_duration=LOCK,
                     stalled_interval=LOCK, max_stalled_count=0, drain_delay=drain_delay,
@@ -64,8 +70,7 @@ def test_a_job_taken_by_a_finish_whose_reply_was_lost_runs_at_once(proxy, proxie
         time.sleep(LATENCY * 3)          # the worker's pending reads see the latency too
         release.set()
         _cut_once_taken(proxy, r, queue.keys.job("b") + ":lock")
-        wait_until(lambda: queue.get_job_state("b") == "completed", LOCK / 4,
-                   "job b, taken by the call whose reply was lost, to complete")
+        _completes(queue, "b", "taken by the finish whose reply was lost")
         assert queue.get_job_state("a") == "completed"
         assert ran == ["a", "b"] and events == []
     finally:
@@ -89,8 +94,7 @@ def test_a_job_taken_by_a_fetch_whose_reply_was_lost_runs_at_once(proxy, proxied
         time.sleep(LATENCY * 3)
         queue.add("x", {}, job_id="c")
         _cut_once_taken(proxy, r, queue.keys.job("c") + ":lock")
-        wait_until(lambda: queue.get_job_state("c") == "completed", LOCK / 4,
-                   "job c, taken by the call whose reply was lost, to complete")
+        _completes(queue, "c", "taken by the fetch whose reply was lost")
         assert ran == ["c"] and events == []
     finally:
         worker.close(10)
@@ -127,8 +131,7 @@ def test_a_job_handed_over_by_an_add_whose_reply_was_lost_runs_at_once(proxy, pr
         _cut_once_taken(proxy, r, check.keys.job("d") + ":lock")
         adding.join(10)
         assert len(raised) == 1, "the add's reply was not lost"
-        wait_until(lambda: check.get_job_state("d") == "completed", LOCK / 4,
-                   "job d, handed over by the add whose reply was lost, to complete")
+        _completes(check, "d", "handed over by the add whose reply was lost")
         assert ran == ["d"] and events == []
     finally:
         worker.close(10)
